@@ -1,0 +1,79 @@
+"""The stack-output contract: what a deployment tells the test stages.
+
+A Pulumi stack exports these keys (`pulumi stack output --json`); the local lab writes the same JSON
+to a file. Test stages read either with `StackOutputs.load`, so they run unchanged against a cluster
+or the lab. Keys are camelCase, values are plain, and no secret is ever among them. Add keys when a
+stage needs them; never rename one silently.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import IO, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic.alias_generators import to_camel
+
+from components.routing import RoutingProfile, routing_for
+
+
+class StackOutputs(BaseModel):
+    """One deployment of the recipe, as the test stages see it."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, frozen=True, extra="ignore"
+    )
+
+    namespace: str
+    profile: RoutingProfile
+    graph_name: str
+    frontend_service: str
+    frontend_port: int
+    frontend_url: str = Field(description="Base URL of the frontend, without a trailing slash.")
+    models_url: str
+    served_model: str
+    session_affinity_ttl_seconds: int | None
+    session_header: str | None
+    worker_replicas: int
+    model_cache_claim: str | None
+    port_forward_command: str | None
+    target: Literal["cluster", "lab"] = "cluster"
+
+    @model_validator(mode="after")
+    def _routing_is_consistent(self) -> StackOutputs:
+        # Raises when the profile, TTL and header disagree, e.g. a hand-edited outputs file.
+        routing = routing_for(self.profile, self.session_affinity_ttl_seconds or 0)
+        if routing.affinity_ttl_seconds != self.session_affinity_ttl_seconds:
+            raise ValueError(
+                f"profile {self.profile} does not match sessionAffinityTtlSeconds="
+                f"{self.session_affinity_ttl_seconds}"
+            )
+        if routing.session_header != self.session_header:
+            raise ValueError(
+                f"profile {self.profile} expects sessionHeader={routing.session_header!r}, "
+                f"got {self.session_header!r}"
+            )
+        return self
+
+    def to_json_dict(self) -> dict[str, object]:
+        """The contract as exported: camelCase keys, plain JSON values."""
+        return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def load(cls, source: Path | IO[str]) -> StackOutputs:
+        """Read `pulumi stack output --json` (or a lab outputs file) from a path or a stream."""
+        name = str(source) if isinstance(source, Path) else getattr(source, "name", "<stream>")
+        try:
+            text = source.read_text() if isinstance(source, Path) else source.read()
+            return cls.model_validate(json.loads(text))
+        except FileNotFoundError as error:
+            raise OutputsError(f"stack outputs file {name} does not exist") from error
+        except json.JSONDecodeError as error:
+            raise OutputsError(f"stack outputs in {name} are not JSON: {error}") from error
+        except ValidationError as error:
+            raise OutputsError(f"stack outputs in {name} break the contract:\n{error}") from error
+
+
+class OutputsError(Exception):
+    """Stack outputs that a stage cannot use, with the reason."""
