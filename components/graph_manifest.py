@@ -1,0 +1,120 @@
+"""Pure builder for the DynamoGraphDeployment (nvidia.com/v1beta1) of one routing profile.
+
+Component 0 is the Frontend and component 1 the Worker, in that order, as Dynamo's aggregate
+recipes require (the recipe's cluster patches address `spec.components[1]`). The two profiles'
+graphs differ only in their name and in the frontend's routing arguments.
+"""
+
+from __future__ import annotations
+
+from components import names
+from components.layer_manifests import (
+    Manifest,
+    SharedLayer,
+    cache_mount,
+    cache_volume,
+    gpu_placement,
+    nim_selection_env,
+    pull_secrets,
+    with_extra_env,
+)
+from components.routing import frontend_args
+from components.settings import StackSettings
+
+API_VERSION = "nvidia.com/v1beta1"
+KIND = "DynamoGraphDeployment"
+NIM_ENTRYPOINT = "set -euo pipefail; exec /opt/nim/start_server.sh"
+
+# The Cosmos cookbook's frontend sizing: routing and tokenisation only, no GPU.
+FRONTEND_RESOURCES = {
+    "requests": {"cpu": "4", "memory": "8Gi"},
+    "limits": {"cpu": "8", "memory": "16Gi"},
+}
+
+
+def graph_deployment(settings: StackSettings, layer: SharedLayer) -> Manifest:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "metadata": {
+            "name": names.graph_name(settings.profile),
+            "namespace": layer.namespace,
+            "labels": names.labels("inference-graph"),
+            "annotations": {"pulumi.com/waitFor": "condition=Ready"},
+        },
+        "spec": {
+            "backendFramework": "vllm",
+            "components": [frontend(settings, layer), worker(settings, layer)],
+        },
+    }
+
+
+def frontend(settings: StackSettings, layer: SharedLayer) -> Manifest:
+    container = {
+        "name": names.MAIN_CONTAINER,
+        "image": settings.frontend_image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["python3"],
+        "args": ["-m", "dynamo.frontend", *frontend_args(settings.routing)],
+        # The NIM workers answer on the TCP request plane; the frontend must use the same.
+        "env": [{"name": "DYN_REQUEST_PLANE", "value": "tcp"}],
+        "resources": FRONTEND_RESOURCES,
+    }
+    return {
+        "name": names.FRONTEND_COMPONENT,
+        "type": "frontend",
+        "replicas": 1,
+        "podTemplate": {"spec": {**pull_secrets(layer), "containers": [container]}},
+    }
+
+
+def worker_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
+    recipe_env = [
+        *nim_selection_env(settings, layer),
+        # Start dynamo.vllm as a Dynamo worker discovered through the Kubernetes API.
+        {"name": "NIM_DYNAMO_WORKER", "value": "true"},
+        {"name": "NIM_DISCOVERY_BACKEND", "value": "kubernetes"},
+        {"name": "DYN_REQUEST_PLANE", "value": "tcp"},
+        # NVDEC decodes the H.264 test videos; the image's own ENV is not reliably honoured.
+        {"name": "NVIDIA_DRIVER_CAPABILITIES", "value": "video,compute,utility"},
+        # The smoke and perf stages serve videos over plain http from an in-cluster Service,
+        # which Dynamo's media fetch refuses unless internal URLs are allowed.
+        {"name": "DYN_MM_ALLOW_INTERNAL", "value": "1"},
+    ]
+    return with_extra_env(recipe_env, settings.worker_extra_env)
+
+
+def worker(settings: StackSettings, layer: SharedLayer) -> Manifest:
+    sizing = {
+        "cpu": settings.worker_cpu,
+        "memory": settings.worker_memory,
+        "nvidia.com/gpu": str(settings.worker_gpus),
+    }
+    container = {
+        "name": names.MAIN_CONTAINER,
+        "image": settings.worker_image,
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": "/opt/nim",
+        "command": ["/bin/bash", "-lc"],
+        "args": [NIM_ENTRYPOINT],
+        "env": worker_env(settings, layer),
+        "resources": {"requests": sizing, "limits": sizing},
+        "volumeMounts": [cache_mount()],
+    }
+    return {
+        "name": names.WORKER_COMPONENT,
+        "type": "worker",
+        "replicas": settings.worker_replicas,
+        # The NIM's tag (e.g. 2.1.0) is not a Dynamo version; without this the operator would
+        # read the tag as the Dynamo runtime version.
+        "runtimeVersionOverride": settings.worker_dynamo_runtime_version,
+        "sharedMemorySize": settings.worker_shared_memory_size,
+        "podTemplate": {
+            "spec": {
+                **gpu_placement(settings, layer),
+                "terminationGracePeriodSeconds": 60,
+                "volumes": [cache_volume(layer)],
+                "containers": [container],
+            }
+        },
+    }

@@ -1,0 +1,216 @@
+"""Pure builders for the shared layer: namespace, secrets, model cache claim, model download Job.
+
+Settings in, plain Kubernetes objects (dicts) out; no Pulumi here. Secret values are parameters,
+so the Pulumi layer passes secret Outputs and the offline render passes a mask.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from components import names
+from components.settings import StackSettings
+
+Manifest = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class SharedLayer:
+    """What a graph needs from the layer beneath it, whichever stack owns that layer."""
+
+    namespace: str
+    model_cache_claim: str
+    ngc_secret: str = names.NGC_SECRET
+    registry_pull_secret: str | None = None
+
+    @classmethod
+    def from_settings(cls, settings: StackSettings) -> SharedLayer:
+        """The layer a self-contained stack creates for itself."""
+        pull_secret = (
+            names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
+        )
+        return cls(
+            settings.namespace,
+            settings.model_cache_claim,
+            registry_pull_secret=pull_secret,
+        )
+
+
+def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
+    metadata: Manifest = {"name": name, "labels": names.labels(component)}
+    if namespace is not None:
+        metadata["namespace"] = namespace
+    return metadata
+
+
+def namespace(settings: StackSettings) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "Namespace",
+        "metadata": _metadata(settings.namespace, None, "namespace"),
+    }
+
+
+def ngc_secret(settings: StackSettings, api_key: object) -> Manifest:
+    """Secret `ngc-api-secret` with key NGC_API_KEY, as the recipe's `kubectl create secret`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(names.NGC_SECRET, settings.namespace, "credentials"),
+        "type": "Opaque",
+        "stringData": {names.NGC_SECRET_KEY: api_key},
+    }
+
+
+def registry_pull_secret(settings: StackSettings, docker_config: object) -> Manifest:
+    """docker-registry Secret for a private mirror; `docker_config` from `docker_config_json`."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": _metadata(
+            names.REGISTRY_PULL_SECRET, settings.namespace, "credentials"
+        ),
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config},
+    }
+
+
+def docker_config_json(server: str, username: str, password: str) -> str:
+    """The `.dockerconfigjson` that `kubectl create secret docker-registry` writes."""
+    auth = base64.b64encode(f"{username}:{password}".encode()).decode()
+    entry = {"username": username, "password": password, "auth": auth}
+    return json.dumps({"auths": {server: entry}}, sort_keys=True)
+
+
+def model_cache_claim(settings: StackSettings) -> Manifest:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _metadata(
+            settings.model_cache_claim, settings.namespace, "model-cache"
+        ),
+        "spec": {
+            "accessModes": ["ReadWriteMany"],
+            "storageClassName": settings.model_cache_storage_class,
+            "resources": {"requests": {"storage": settings.model_cache_size}},
+        },
+    }
+
+
+def nim_selection_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
+    """What the NIM reads to pick the model profile; shared by the download Job and the workers,
+    so both resolve the same profile into the same cache."""
+    return [
+        {"name": "NIM_MODEL_TYPE", "value": "reasoner"},
+        {"name": "NIM_MODEL_SIZE", "value": "nano"},
+        {"name": "NIM_PRECISION", "value": "fp8"},
+        {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
+        {
+            "name": "NGC_API_KEY",
+            "valueFrom": {
+                "secretKeyRef": {"name": layer.ngc_secret, "key": names.NGC_SECRET_KEY}
+            },
+        },
+    ]
+
+
+def with_extra_env(env: list[Manifest], extra: list[str]) -> list[Manifest]:
+    """`env` with NAME=value overrides applied: a same-name entry is replaced in place."""
+    overrides = dict(item.split("=", 1) for item in extra)
+    merged = [
+        {"name": entry["name"], "value": overrides.pop(entry["name"])}
+        if entry["name"] in overrides
+        else entry
+        for entry in env
+    ]
+    return merged + [
+        {"name": name, "value": value} for name, value in overrides.items()
+    ]
+
+
+def cache_volume(layer: SharedLayer) -> Manifest:
+    return {
+        "name": names.CACHE_VOLUME,
+        "persistentVolumeClaim": {"claimName": layer.model_cache_claim},
+    }
+
+
+def cache_mount() -> Manifest:
+    return {"name": names.CACHE_VOLUME, "mountPath": names.CACHE_MOUNT_PATH}
+
+
+def pull_secrets(layer: SharedLayer) -> Manifest:
+    """Pod spec field naming the mirror's pull secret, when there is a mirror."""
+    if layer.registry_pull_secret is None:
+        return {}
+    return {"imagePullSecrets": [{"name": layer.registry_pull_secret}]}
+
+
+def gpu_placement(settings: StackSettings, layer: SharedLayer) -> Manifest:
+    """Pod spec fields that put a GPU pod on the cluster's GPU nodes: pull secret, selector,
+    tolerations. The recipe's overlay table, as config; used by the workers and the download Job."""
+    placement: Manifest = pull_secrets(layer)
+    if settings.worker_node_selector:
+        placement["nodeSelector"] = dict(
+            item.split("=", 1) for item in settings.worker_node_selector
+        )
+    if settings.worker_tolerations:
+        placement["tolerations"] = [
+            _toleration(item) for item in settings.worker_tolerations
+        ]
+    return placement
+
+
+def _toleration(item: str) -> Manifest:
+    key_value, _, effect = item.rpartition(":")
+    key, equals, value = key_value.partition("=")
+    if equals:
+        return {"key": key, "operator": "Equal", "value": value, "effect": effect}
+    return {"key": key, "operator": "Exists", "effect": effect}
+
+
+def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
+    """The Job that fills the cache with the same pinned image and NIM selection as the workers."""
+    gpus = _gpu(settings.model_download_gpus)
+    container = {
+        "name": "download",
+        "image": settings.worker_image,
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": "/opt/nim",
+        "command": list(settings.model_download_command),
+        "env": with_extra_env(
+            nim_selection_env(settings, layer), settings.worker_extra_env
+        ),
+        "resources": {
+            "requests": {"cpu": "4", "memory": "16Gi"} | gpus,
+            "limits": {"cpu": "8", "memory": "32Gi"} | gpus,
+        },
+        "volumeMounts": [cache_mount()],
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": _metadata(
+            names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download"
+        )
+        | {"annotations": {"pulumi.com/replaceUnready": "true"}},
+        "spec": {
+            "backoffLimit": 3,
+            "template": {
+                "metadata": {"labels": names.labels("model-download")},
+                "spec": {
+                    "restartPolicy": "Never",
+                    **gpu_placement(settings, layer),
+                    "containers": [container],
+                    "volumes": [cache_volume(layer)],
+                },
+            },
+        },
+    }
+
+
+def _gpu(count: int) -> dict[str, str]:
+    return {"nvidia.com/gpu": str(count)} if count else {}

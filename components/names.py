@@ -1,0 +1,39 @@
+"""Names of the Kubernetes objects, fixed by the recipe and the Dynamo operator's conventions."""
+
+from __future__ import annotations
+
+from components.routing import RoutingProfile
+
+APP = "cosmos3-nano-reasoner"
+NGC_SECRET = "ngc-api-secret"
+NGC_SECRET_KEY = "NGC_API_KEY"
+REGISTRY_PULL_SECRET = "registry-pull-secret"
+MODEL_DOWNLOAD_JOB = f"{APP}-model-download"
+CACHE_VOLUME = "shared-model-cache"
+CACHE_MOUNT_PATH = "/shared-model-cache"
+"""Dynamo recipes mount the canonical cache volume here; NIM_CACHE_PATH points the NIM at it."""
+
+FRONTEND_COMPONENT = "Frontend"
+WORKER_COMPONENT = "Worker"
+MAIN_CONTAINER = "main"
+FRONTEND_PORT = 8000
+"""The operator gives a frontend component's Service port `http` 8000."""
+
+
+def graph_name(profile: RoutingProfile) -> str:
+    return f"{APP}-agg-h200-{profile.value}"
+
+
+def frontend_service(graph: str) -> str:
+    """The Service the operator creates for component `Frontend`: `<dgd>-<lower(component)>`."""
+    return f"{graph}-{FRONTEND_COMPONENT.lower()}"
+
+
+def labels(component: str) -> dict[str, str]:
+    """Recommended labels, so `kubectl get all -l app.kubernetes.io/part-of=...` finds everything."""
+    return {
+        "app.kubernetes.io/name": APP,
+        "app.kubernetes.io/part-of": APP,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": "pulumi",
+    }

@@ -1,0 +1,35 @@
+"""Namespace component: creates the recipe's namespace, or adopts an existing one by name."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import layer_manifests
+from components.settings import StackSettings
+
+
+class Namespace(pulumi.ComponentResource):
+    """The namespace every object of the recipe lives in."""
+
+    name: pulumi.Output[str]
+    """Namespace name; depends on the Namespace resource when this stack creates it."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: StackSettings,
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("cosmos3:recipe:Namespace", name, None, opts)
+        if settings.create_namespace:
+            manifest = layer_manifests.namespace(settings)
+            namespace = k8s.core.v1.Namespace(
+                name,
+                metadata=manifest["metadata"],
+                opts=pulumi.ResourceOptions(parent=self),
+            )
+            self.name = namespace.metadata.apply(lambda metadata: metadata.name)
+        else:
+            self.name = pulumi.Output.from_input(settings.namespace)
+        self.register_outputs({"name": self.name})

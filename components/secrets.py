@@ -1,0 +1,65 @@
+"""Secrets component: the NGC API key and, for a private mirror, the registry pull secret."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from components import layer_manifests
+from components.layer_manifests import Manifest
+from components.settings import StackSettings
+
+
+@dataclass(frozen=True)
+class SecretValues:
+    """Secret Outputs from `pulumi config --secret`; kept apart from the plain settings."""
+
+    ngc_api_key: pulumi.Output[str]
+    registry_password: pulumi.Output[str] | None = None
+
+
+class Secrets(pulumi.ComponentResource):
+    """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`."""
+
+    def __init__(
+        self,
+        name: str,
+        settings: StackSettings,
+        values: SecretValues,
+        depends_on: Sequence[pulumi.Resource] = (),
+        opts: pulumi.ResourceOptions | None = None,
+    ) -> None:
+        super().__init__("cosmos3:recipe:Secrets", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
+        self.ngc = _secret(
+            f"{name}-ngc",
+            layer_manifests.ngc_secret(settings, values.ngc_api_key),
+            child,
+        )
+        self.registry: k8s.core.v1.Secret | None = None
+        if settings.uses_registry_mirror and values.registry_password is not None:
+            docker_config = values.registry_password.apply(
+                lambda password: layer_manifests.docker_config_json(
+                    settings.registry_server, settings.registry_username, password
+                )
+            )
+            manifest = layer_manifests.registry_pull_secret(settings, docker_config)
+            self.registry = _secret(f"{name}-registry", manifest, child)
+        self.register_outputs({})
+
+
+def _secret(
+    name: str, manifest: Manifest, opts: pulumi.ResourceOptions
+) -> k8s.core.v1.Secret:
+    # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
+    # encrypted in state even when an input was plain.
+    return k8s.core.v1.Secret(
+        name,
+        metadata=manifest["metadata"],
+        type=manifest["type"],
+        string_data=manifest["stringData"],
+        opts=opts,
+    )

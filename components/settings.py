@@ -1,0 +1,363 @@
+"""Stack settings: the one place stack config is parsed and validated.
+
+Every key is declared, with type, default and description, in `Pulumi.yaml`; the CLI merges those
+defaults under `Pulumi.<stack>.yaml` and hands the program the result. `parse_stack_config` turns
+that flat mapping into one frozen `StackSettings`, or raises `ConfigError` naming every offending
+key and the fix, before any resource is registered.
+
+This module has no Pulumi import: the offline render, the lab and the tests use it as-is.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Collection, Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from components.routing import (
+    MAX_AFFINITY_TTL_SECONDS,
+    MIN_AFFINITY_TTL_SECONDS,
+    Routing,
+    RoutingProfile,
+    routing_for,
+)
+
+PROJECT = "cosmos3-nano-reasoner"
+SECRET_KEYS = frozenset({"ngcApiKey", "registryPassword"})
+"""Config keys that must be set with `pulumi config set --secret`; their values never enter settings."""
+
+_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
+_QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$"
+_SEMVER = r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$"
+_STACK_NAME = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_SECRET_ENV_NAMES = ("NGC_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY")
+
+
+class ConfigError(ValueError):
+    """Stack config that cannot be deployed; the message names each key and the fix."""
+
+
+def _json_list(value: Any) -> Any:
+    # The CLI passes typed `array` config as JSON text; tests and the render may pass lists.
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else []
+        except json.JSONDecodeError as error:
+            raise ValueError(f"expected a YAML/JSON list, got {value!r}") from error
+    return value
+
+
+def _key_value(separator: str, what: str) -> Any:
+    def check(items: list[str]) -> list[str]:
+        for item in items:
+            key, sep, _ = item.partition(separator)
+            if not sep or not key:
+                raise ValueError(f"{item!r} is not {what}")
+        return items
+
+    return check
+
+
+def _tolerations(items: list[str]) -> list[str]:
+    for item in items:
+        key, _, effect = item.rpartition(":")
+        if not key or effect not in _TAINT_EFFECTS:
+            raise ValueError(
+                f"{item!r} is not a toleration: write 'key:Effect' or 'key=value:Effect' "
+                f"with Effect one of {', '.join(_TAINT_EFFECTS)}"
+            )
+    return items
+
+
+def _extra_env(items: list[str]) -> list[str]:
+    for item in items:
+        name = item.partition("=")[0]
+        if not re.match(_ENV_NAME, name):
+            raise ValueError(f"{item!r} is not NAME=value")
+        if name in _SECRET_ENV_NAMES:
+            raise ValueError(
+                f"{name} is a secret and must not be plain config; "
+                "the NGC key comes from the ngcApiKey secret"
+            )
+    return items
+
+
+StringList = Annotated[list[str], BeforeValidator(_json_list)]
+Quantity = Annotated[str, Field(pattern=_QUANTITY)]
+PositiveSeconds = Annotated[int, Field(ge=1)]
+
+
+class StackSettings(BaseModel):
+    """Validated stack config. Field aliases are the config keys of `Pulumi.yaml`."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel, frozen=True, extra="forbid", validate_by_name=True
+    )
+
+    # Cluster access: an explicit provider, never the current kubeconfig context.
+    kube_context: Annotated[str, Field(min_length=1)]
+    kubeconfig_path: str
+
+    # Layering: a self-contained stack, or a profile stack on a shared layer stack.
+    shared_stack: Annotated[
+        str, AfterValidator(lambda v: _optional_match(v, _STACK_NAME))
+    ]
+    deploy_graph: bool
+
+    namespace: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
+    create_namespace: bool
+
+    registry_server: str
+    registry_username: str
+
+    model_cache_claim: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
+    model_cache_mode: Literal["create", "existing"]
+    model_cache_storage_class: str
+    model_cache_size: Quantity
+
+    model_download: bool
+    model_download_command: Annotated[StringList, Field(min_length=1)]
+    model_download_gpus: Annotated[int, Field(ge=0)]
+    model_download_timeout_seconds: PositiveSeconds
+
+    profile: RoutingProfile
+    session_affinity_ttl_seconds: Annotated[
+        int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)
+    ]
+    served_model: Annotated[str, Field(min_length=1)]
+    graph_ready_timeout_seconds: PositiveSeconds
+
+    frontend_image: str
+    worker_image: str
+    worker_dynamo_runtime_version: Annotated[str, Field(pattern=_SEMVER)]
+    worker_replicas: Annotated[int, Field(ge=1)]
+    worker_gpus: Annotated[int, Field(ge=1)]
+    worker_cpu: Quantity
+    worker_memory: Quantity
+    worker_shared_memory_size: Quantity
+    worker_node_selector: Annotated[
+        StringList,
+        AfterValidator(
+            _key_value("=", "key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)")
+        ),
+    ]
+    worker_tolerations: Annotated[StringList, AfterValidator(_tolerations)]
+    worker_extra_env: Annotated[StringList, AfterValidator(_extra_env)]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StackSettings:
+        problems = [problem for check in _CROSS_CHECKS if (problem := check(self))]
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    @property
+    def routing(self) -> Routing:
+        return routing_for(self.profile, self.session_affinity_ttl_seconds)
+
+    @property
+    def uses_shared_layer(self) -> bool:
+        """True when namespace, secrets and model cache belong to another stack."""
+        return bool(self.shared_stack)
+
+    @property
+    def manages_secrets(self) -> bool:
+        """True when this stack creates the NGC (and registry) secrets."""
+        return not self.uses_shared_layer
+
+    @property
+    def manages_model_cache(self) -> bool:
+        return not self.uses_shared_layer and self.model_cache_mode == "create"
+
+    @property
+    def uses_registry_mirror(self) -> bool:
+        return bool(self.registry_server)
+
+
+def _optional_match(value: str, pattern: str) -> str:
+    if value and not re.match(pattern, value):
+        raise ValueError(
+            f"{value!r} must be a fully qualified stack name: <org>/<project>/<stack>"
+        )
+    return value
+
+
+def _storage_class_needed(s: StackSettings) -> str | None:
+    if s.manages_model_cache and not s.model_cache_storage_class:
+        return (
+            f"{config_key('modelCacheStorageClass')} is required when this stack creates the model "
+            f"cache: set a ReadWriteMany-capable class (`pulumi config set "
+            f"{config_key('modelCacheStorageClass')} <class>`), or set "
+            f"{config_key('modelCacheMode')}=existing to keep a cache that already exists"
+        )
+    return None
+
+
+def _registry_credentials(s: StackSettings) -> str | None:
+    if s.registry_server and not s.registry_username:
+        return (
+            f"{config_key('registryServer')} is set without {config_key('registryUsername')}: set "
+            "the username and the registryPassword secret, or unset registryServer when images "
+            "come from nvcr.io"
+        )
+    if s.registry_username and not s.registry_server:
+        return (
+            f"{config_key('registryUsername')} is set without {config_key('registryServer')}: "
+            "set the mirror's server"
+        )
+    return None
+
+
+def _shared_layer_owns_cluster_objects(s: StackSettings) -> str | None:
+    if not s.uses_shared_layer:
+        return None
+    owned = [
+        key
+        for key, value in (
+            ("registryServer", s.registry_server),
+            ("modelCacheStorageClass", s.model_cache_storage_class),
+        )
+        if value
+    ]
+    if owned:
+        return (
+            f"{', '.join(config_key(key) for key in owned)} set on a stack that reads the shared "
+            f"layer from sharedStack={s.shared_stack}: set them on the shared stack instead"
+        )
+    if not s.deploy_graph:
+        return (
+            f"{config_key('sharedStack')} is set and {config_key('deployGraph')} is false: "
+            "this stack would deploy nothing"
+        )
+    return None
+
+
+_CROSS_CHECKS = (
+    _storage_class_needed,
+    _registry_credentials,
+    _shared_layer_owns_cluster_objects,
+)
+
+
+def config_key(name: str) -> str:
+    """The fully qualified config key, as users type it in `pulumi config set`."""
+    return f"{PROJECT}:{name}"
+
+
+def parse_stack_config(
+    raw: Mapping[str, Any], secret_keys: Collection[str]
+) -> StackSettings:
+    """Validate the project's config (keys with or without the project prefix) into settings.
+
+    `raw` holds every config value the CLI passes and `secret_keys` the keys it marks secret.
+    Secret values are only checked for presence and secrecy; they never enter the settings.
+    Keys of other namespaces (e.g. `pulumi:`) are ignored; unknown keys of this project are typos.
+    """
+    own = _own_keys(raw)
+    unknown = sorted(set(own) - _declared_keys() - SECRET_KEYS)
+    if unknown:
+        raise ConfigError(_unknown_keys_message(unknown))
+    values = {key: value for key, value in own.items() if key not in SECRET_KEYS}
+    try:
+        settings = StackSettings.model_validate(values)
+    except ValidationError as error:
+        raise ConfigError(_validation_message(error)) from None
+    secrets = {key: bool(own.get(key)) for key in SECRET_KEYS}
+    _check_secrets(settings, secrets, {key.rpartition(":")[2] for key in secret_keys})
+    return settings
+
+
+def _check_secrets(
+    settings: StackSettings, present: dict[str, bool], marked: set[str]
+) -> None:
+    problems = [
+        f"  {config_key(key)} is stored in plain text: set it again with "
+        f"`pulumi config set --secret {config_key(key)} <value>`"
+        for key, is_set in sorted(present.items())
+        if is_set and key not in marked
+    ]
+    if settings.manages_secrets and not present["ngcApiKey"]:
+        problems.append(
+            f"  {config_key('ngcApiKey')} is required to create the ngc-api-secret: "
+            f'`pulumi config set --secret {config_key("ngcApiKey")} "$NGC_API_KEY"`'
+        )
+    if (
+        settings.manages_secrets
+        and settings.uses_registry_mirror
+        and not present["registryPassword"]
+    ):
+        problems.append(
+            f"  {config_key('registryPassword')} is required with registryServer: "
+            f"`pulumi config set --secret {config_key('registryPassword')} <password>`"
+        )
+    if settings.uses_shared_layer and any(present.values()):
+        problems.append(
+            f"  secrets are set on a stack that reads them from sharedStack={settings.shared_stack}: "
+            "set them on the shared stack and `pulumi config rm` them here"
+        )
+    if problems:
+        raise ConfigError("\n".join(["Invalid secret config:", *problems]))
+
+
+def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
+    own: dict[str, Any] = {}
+    for key, value in raw.items():
+        namespace, sep, name = key.rpartition(":")
+        if not sep or namespace == PROJECT:
+            own[name] = value
+    return own
+
+
+def _declared_keys() -> set[str]:
+    return {field.alias or name for name, field in StackSettings.model_fields.items()}
+
+
+def _unknown_keys_message(unknown: list[str]) -> str:
+    import difflib
+
+    lines = ["Unknown stack config (a typo?):"]
+    for key in unknown:
+        close = difflib.get_close_matches(key, _declared_keys() | SECRET_KEYS, n=1)
+        hint = (
+            f"did you mean {config_key(close[0])}?"
+            if close
+            else "see README: Configuration"
+        )
+        lines.append(
+            f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)"
+        )
+    return "\n".join(lines)
+
+
+def _validation_message(error: ValidationError) -> str:
+    lines = ["Invalid stack config:"]
+    for problem in error.errors():
+        key = ".".join(
+            str(part) for part in problem["loc"] if not isinstance(part, int)
+        )
+        message = problem["msg"].removeprefix("Value error, ")
+        if not key:
+            lines.append(f"  {message}")
+        elif problem["type"] == "missing":
+            lines.append(
+                f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
+            )
+        else:
+            lines.append(
+                f"  {config_key(key)}: {message} (got {problem.get('input')!r})"
+            )
+    return "\n".join(lines)

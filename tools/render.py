@@ -1,0 +1,124 @@
+"""Offline render: the exact Kubernetes objects a stack would create, without CLI or cluster.
+
+    python -m tools.render --stack dev --example-site --out build/render/dev
+
+Runs the real program under Pulumi's mock runtime with the stack's config (Pulumi.yaml defaults,
+then Pulumi.<stack>.yaml, then --set), writes one YAML file per object and the stack outputs as
+JSON. Secrets are never read: the program gets a placeholder secret and every secret value is
+masked in what is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from components.settings import ConfigError
+from tools.offline import (
+    SHIPPED_STACKS,
+    ProgramRun,
+    example_site_for,
+    mask_secrets,
+    placeholder_secrets,
+    run_program,
+    shared_layer_outputs,
+)
+
+KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
+
+
+def render_stack(stack: str, overrides: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The objects (secrets masked, in apply order) and the outputs of one stack."""
+    asyncio.set_event_loop(asyncio.new_event_loop())
+    run = run_program(
+        stack, overrides, secrets=placeholder_secrets(stack), stack_outputs=shared_layer_outputs()
+    )
+    return rendered_objects(run), run.exports
+
+
+def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
+    objects = [canonical(mask_secrets(r.raw_inputs), top_level=True) for r in run.kubernetes_objects()]
+    return sorted(objects, key=lambda o: (_kind_rank(o["kind"]), o["metadata"]["name"]))
+
+
+def _kind_rank(kind: str) -> int:
+    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+
+
+TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "type", "stringData", "spec")
+
+
+def canonical(value: Any, top_level: bool = False) -> Any:
+    """Stable, readable order (the wire format loses key order) and integral numbers (the mock
+    runtime carries numbers as protobuf doubles; manifests want 3, not 3.0)."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [canonical(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    order = TOP_LEVEL_ORDER if top_level else ("name",)
+    keys = sorted(value, key=lambda key: (order.index(key) if key in order else len(order), key))
+    return {key: canonical(value[key]) for key in keys}
+
+
+def object_file_name(index: int, manifest: dict[str, Any]) -> str:
+    return f"{index:02d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
+
+
+def write_render(out: Path, objects: list[dict[str, Any]], outputs: dict[str, Any]) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    for stale in out.glob("*.yaml"):
+        stale.unlink()
+    written = []
+    for index, manifest in enumerate(objects, start=1):
+        path = out / object_file_name(index, manifest)
+        path.write_text(yaml.safe_dump(manifest, sort_keys=False, width=100))
+        written.append(path)
+    outputs_path = out / "outputs.json"
+    outputs_path.write_text(json.dumps(outputs, indent=2, sort_keys=True) + "\n")
+    return [*written, outputs_path]
+
+
+def _parse_set(items: list[str]) -> dict[str, Any]:
+    overrides: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SystemExit(f"--set {item!r}: write key=value, e.g. --set kubeContext=my-cluster")
+        overrides[key] = value
+    return overrides
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--stack", required=True, choices=SHIPPED_STACKS)
+    parser.add_argument("--out", type=Path, required=True, help="directory for the YAML and outputs.json")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="KEY=VALUE", help="config as `pulumi config set` would"
+    )
+    parser.add_argument(
+        "--example-site",
+        action="store_true",
+        help="fill site values the stack file lacks (kubeContext, modelCacheStorageClass) with examples",
+    )
+    args = parser.parse_args(argv)
+    overrides = (example_site_for(args.stack) if args.example_site else {}) | _parse_set(args.set)
+    try:
+        objects, outputs = render_stack(args.stack, overrides)
+    except ConfigError as error:
+        print(f"stack {args.stack}: {error}", file=sys.stderr)
+        return 2
+    for path in write_render(args.out, objects, outputs):
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
