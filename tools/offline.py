@@ -25,7 +25,9 @@ from pulumi.runtime.mocks import MockMonitor
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "cosmos3-nano-reasoner"
 SHIPPED_STACKS = ("dev", "shared", "round-robin", "session-affinity")
-SHARED_STACK = f"organization/{PROJECT}/shared"
+ORGANIZATION = "organization"
+"""The organization of a DIY backend (Pulumi Cloud uses your own); the shipped stacks assume it."""
+SHARED_STACK = f"{ORGANIZATION}/{PROJECT}/shared"
 SECRET_PLACEHOLDER = "offline-placeholder-secret"
 """Stands in for a secret the render cannot decrypt; it is masked in everything written."""
 MASK = "<secret>"
@@ -173,7 +175,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
             name = args.inputs.get("name") or args.resource_id
             return name, {"name": name, "outputs": self.stack_outputs.get(name, {}), "secretOutputNames": []}
         if args.resource_id:
+            # A read of an existing object (`Resource.get`): answer like the API server would.
             self.reads.append(args)
+            namespace, _, name = args.resource_id.rpartition("/")
+            return args.resource_id, {"metadata": {"name": name, "namespace": namespace}}
         return f"{args.name}-id", dict(args.inputs)
 
     def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
@@ -243,7 +248,12 @@ def run_program(
     run = ProgramRun()
     mocks = RecordingMocks(stack_outputs or {})
     pulumi.runtime.set_mocks(
-        mocks, project=PROJECT, stack=stack, preview=False, monitor=CapturingMonitor(mocks, run)
+        mocks,
+        project=PROJECT,
+        stack=stack,
+        organization=ORGANIZATION,
+        preview=False,
+        monitor=CapturingMonitor(mocks, run),
     )
     config = cli_config(stack, overrides)
     for key, value in (secrets or {}).items():
@@ -281,14 +291,15 @@ def shared_layer_outputs(namespace: str = PROJECT, pull_secret: str | None = Non
     }
 
 
-def mask_secrets(value: Any) -> Any:
-    """Replace every secret envelope by a mask: what may be written to disk or a log."""
+def mask_secrets(value: Any, inside_secret: bool = False) -> Any:
+    """Mask every value inside a secret envelope, keeping its shape (a Secret's stringData keeps
+    its keys): what may be written to disk or a log."""
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return MASK
-        return {key: mask_secrets(item) for key, item in value.items()}
+            return mask_secrets(value["value"], inside_secret=True)
+        return {key: mask_secrets(item, inside_secret) for key, item in value.items()}
     if isinstance(value, list):
-        return [mask_secrets(item) for item in value]
-    return value
+        return [mask_secrets(item, inside_secret) for item in value]
+    return MASK if inside_secret else value
 
 

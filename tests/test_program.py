@@ -1,0 +1,288 @@
+"""The real `__main__.py` for every shipped stack, under Pulumi mocks: resources, options, outputs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.contract import StackOutputs
+from components.model_cache import CacheChangeRefused
+from components.settings import ConfigError
+from tests.conftest import NGC_KEY
+from tools.offline import PROJECT, SHARED_STACK, SHIPPED_STACKS, ProgramRun, shared_layer_outputs
+
+RunStack = Callable[..., ProgramRun]
+
+NS = "kubernetes:core/v1:Namespace"
+SECRET = "kubernetes:core/v1:Secret"
+PVC = "kubernetes:core/v1:PersistentVolumeClaim"
+JOB = "kubernetes:batch/v1:Job"
+DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
+STACK_REF = "pulumi:pulumi:StackReference"
+
+LAYER_OBJECTS = [NS, SECRET, PVC, JOB]
+EXPECTED_OBJECTS = {
+    "dev": [*LAYER_OBJECTS, DGD],
+    "shared": LAYER_OBJECTS,
+    "round-robin": [DGD],
+    "session-affinity": [DGD],
+}
+
+
+def object_types(run: ProgramRun) -> list[str]:
+    return sorted(r.type for r in run.kubernetes_objects())
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_each_shipped_stack_creates_exactly_its_objects(run_stack: RunStack, stack: str) -> None:
+    run = run_stack(stack)
+    assert object_types(run) == sorted(EXPECTED_OBJECTS[stack])
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_every_object_goes_through_the_explicit_provider(run_stack: RunStack, stack: str) -> None:
+    run = run_stack(stack)
+    provider = run.one("pulumi:providers:kubernetes")
+    assert provider.inputs["context"] == "h200-cluster"
+    for obj in run.kubernetes_objects():
+        assert obj.provider.startswith(provider.urn + "::"), f"{obj.name} uses {obj.provider!r}"
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_objects_are_children_of_the_recipe_components(run_stack: RunStack, stack: str) -> None:
+    run = run_stack(stack)
+    recipe = run.one("cosmos3:recipe:Recipe")
+    assert recipe.parent.endswith(f"pulumi:pulumi:Stack::{PROJECT}-{stack}")
+    for obj in run.kubernetes_objects():
+        component = run.by_urn(obj.parent)
+        assert component.type.startswith("cosmos3:recipe:") and not component.custom
+        assert component.parent == recipe.urn
+        assert obj.name.startswith(component.name), "child names derive from the component name"
+
+
+def test_dev_stack_objects_names_and_namespaces(run_stack: RunStack) -> None:
+    run = run_stack("dev")
+    names = {r.type: r.inputs["metadata"]["name"] for r in run.kubernetes_objects()}
+    assert names == {
+        NS: "cosmos3-dev",
+        SECRET: "ngc-api-secret",
+        PVC: "shared-model-cache",
+        JOB: "cosmos3-nano-reasoner-model-download",
+        DGD: "cosmos3-nano-reasoner-agg-h200-round-robin",
+    }
+    for obj in run.kubernetes_objects():
+        if obj.type != NS:
+            assert obj.inputs["metadata"]["namespace"] == "cosmos3-dev"
+
+
+def test_model_cache_is_protected_and_read_write_many(run_stack: RunStack) -> None:
+    claim = run_stack("shared").one(PVC)
+    assert claim.protect
+    assert claim.inputs["spec"]["accessModes"] == ["ReadWriteMany"]
+    assert claim.inputs["spec"]["storageClassName"] == "rwx-nfs"
+
+
+def test_download_job_is_awaited_with_its_timeout_and_replaced_when_unready(run_stack: RunStack) -> None:
+    run = run_stack("shared", {"modelDownloadTimeoutSeconds": 5400})
+    job = run.one(JOB)
+    assert job.custom_timeouts == {"create": "5400s", "update": "5400s"}
+    assert job.inputs["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+    urns = {r.type: r.urn for r in run.kubernetes_objects()}
+    assert {urns[NS], urns[SECRET], urns[PVC]} <= set(job.dependencies)
+
+
+def test_graph_waits_for_ready_and_depends_on_the_download(run_stack: RunStack) -> None:
+    run = run_stack("dev", {"graphReadyTimeoutSeconds": 1800})
+    graph = run.one(DGD)
+    assert graph.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
+    assert graph.custom_timeouts == {"create": "1800s", "update": "1800s"}
+    urns = {r.type: r.urn for r in run.kubernetes_objects()}
+    assert {urns[JOB], urns[SECRET], urns[PVC], urns[NS]} <= set(graph.dependencies)
+
+
+def test_without_download_the_graph_does_not_wait_for_a_job(run_stack: RunStack) -> None:
+    run = run_stack("dev", {"modelDownload": False})
+    assert JOB not in object_types(run)
+    assert run.one(PVC).urn in run.one(DGD).dependencies
+
+
+def test_ngc_key_is_a_secret_in_state_and_nowhere_in_plain_text(run_stack: RunStack) -> None:
+    run = run_stack("dev")
+    secret = run.one(SECRET)
+    assert secret.inputs["stringData"] == {"NGC_API_KEY": NGC_KEY}
+    from tools.offline import has_secret_envelope
+
+    assert has_secret_envelope(secret.raw_inputs["stringData"])
+    for obj in run.resources:
+        if obj is not secret:
+            assert NGC_KEY not in json.dumps(obj.raw_inputs), f"{obj.type} {obj.name} holds the key"
+    assert NGC_KEY not in json.dumps(run.exports)
+
+
+def test_registry_mirror_creates_a_secret_pull_secret_used_by_both_components(run_stack: RunStack) -> None:
+    run = run_stack(
+        "dev",
+        {"registryServer": "mirror.example:5000", "registryUsername": "robot"},
+        secrets={"ngcApiKey": NGC_KEY, "registryPassword": "hunter2-registry"},
+    )
+    pull = next(s for s in run.of_type(SECRET) if s.inputs["type"] == "kubernetes.io/dockerconfigjson")
+    assert pull.inputs["metadata"]["name"] == "registry-pull-secret"
+    from tools.offline import has_secret_envelope
+
+    assert has_secret_envelope(pull.raw_inputs["stringData"])
+    docker_config = json.loads(pull.inputs["stringData"][".dockerconfigjson"])
+    assert docker_config["auths"]["mirror.example:5000"]["password"] == "hunter2-registry"
+    for component in run.one(DGD).inputs["spec"]["components"]:
+        assert component["podTemplate"]["spec"]["imagePullSecrets"] == [{"name": "registry-pull-secret"}]
+    assert run.exports["registryPullSecret"] == "registry-pull-secret"
+    assert "hunter2-registry" not in json.dumps(run.exports)
+
+
+@pytest.mark.parametrize("stack", SHIPPED_STACKS)
+def test_no_export_is_secret_or_holds_a_secret(run_stack: RunStack, stack: str) -> None:
+    run = run_stack(stack)
+    assert run.secret_exports == set()
+    assert NGC_KEY not in json.dumps(run.exports)
+
+
+@pytest.mark.parametrize("stack", ["dev", "round-robin", "session-affinity"])
+def test_graph_stacks_export_the_stage_contract(run_stack: RunStack, stack: str) -> None:
+    outputs = StackOutputs.model_validate(run_stack(stack).exports)
+    profile = "round-robin" if stack == "dev" else stack
+    namespace = "cosmos3-dev" if stack == "dev" else PROJECT
+    graph = f"cosmos3-nano-reasoner-agg-h200-{profile}"
+    service = f"{graph}-frontend"
+    url = f"http://{service}.{namespace}.svc.cluster.local:8000"
+    assert outputs.to_json_dict() == {
+        "namespace": namespace,
+        "profile": profile,
+        "graphName": graph,
+        "frontendService": service,
+        "frontendPort": 8000,
+        "frontendUrl": url,
+        "modelsUrl": f"{url}/v1/models",
+        "servedModel": "nvidia/cosmos3-nano-reasoner",
+        "sessionAffinityTtlSeconds": 300 if profile == "session-affinity" else None,
+        "sessionHeader": "X-Dynamo-Session-ID" if profile == "session-affinity" else None,
+        "workerReplicas": 1 if stack == "dev" else 8,
+        "modelCacheClaim": "shared-model-cache",
+        "portForwardCommand": f"kubectl --context h200-cluster -n {namespace} port-forward "
+        f"service/{service} 8000:8000",
+        "target": "cluster",
+    }
+
+
+def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) -> None:
+    assert run_stack("shared").exports == {
+        "namespace": PROJECT,
+        "modelCacheClaim": "shared-model-cache",
+        "modelCacheStorageClass": "rwx-nfs",
+        "ngcSecret": "ngc-api-secret",
+        "registryPullSecret": None,
+    }
+
+
+def _graph_without_routing(run: ProgramRun) -> dict[str, Any]:
+    graph = json.loads(json.dumps(run.one(DGD).inputs))
+    del graph["metadata"]["name"]
+    args = graph["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
+    flag = "--router-session-affinity-ttl-secs"
+    if flag in args:
+        del args[args.index(flag) : args.index(flag) + 2]
+    return graph
+
+
+def test_profiles_differ_only_in_name_and_the_affinity_flag(run_stack: RunStack) -> None:
+    round_robin = run_stack("round-robin")
+    affinity = run_stack("session-affinity")
+    rr_args = round_robin.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
+    sa_args = affinity.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
+    assert "--router-session-affinity-ttl-secs" not in rr_args
+    assert sa_args[-2:] == ["--router-session-affinity-ttl-secs", "300"]
+    assert _graph_without_routing(round_robin) == _graph_without_routing(affinity)
+    assert round_robin.one(DGD).inputs["metadata"]["name"] != affinity.one(DGD).inputs["metadata"]["name"]
+
+
+def test_profile_stacks_share_one_layer_read_from_the_shared_stack(run_stack: RunStack) -> None:
+    layer = shared_layer_outputs(namespace="team-inference", pull_secret="registry-pull-secret")
+    for stack in ("round-robin", "session-affinity"):
+        run = run_stack(stack, stack_outputs=layer)
+        reference = run.one(STACK_REF)
+        assert reference.resource_id == SHARED_STACK
+        graph = run.one(DGD).inputs
+        assert graph["metadata"]["namespace"] == "team-inference"
+        worker = graph["spec"]["components"][1]["podTemplate"]["spec"]
+        assert worker["volumes"][0]["persistentVolumeClaim"]["claimName"] == "shared-model-cache"
+        assert worker["imagePullSecrets"] == [{"name": "registry-pull-secret"}]
+        assert not {NS, SECRET, PVC, JOB} & set(object_types(run)), "a profile stack owns no layer object"
+
+
+def test_existing_namespace_and_cache_are_used_not_created(run_stack: RunStack) -> None:
+    run = run_stack("dev", {"createNamespace": False, "modelCacheMode": "existing", "modelCacheStorageClass": ""})
+    assert NS not in object_types(run) and PVC not in object_types(run)
+    read = next(r for r in run.resources if r.type == PVC and r.resource_id)
+    assert read.resource_id == "cosmos3-dev/shared-model-cache"
+    assert run.one(DGD).inputs["metadata"]["namespace"] == "cosmos3-dev"
+
+
+def test_a_storage_class_change_is_refused_before_the_claim_is_touched(run_stack: RunStack) -> None:
+    previous = {f"organization/{PROJECT}/shared": {"modelCacheClaim": "shared-model-cache",
+                                                   "modelCacheStorageClass": "old-nfs"}}
+    # Pulumi re-raises the guard's CacheChangeRefused as a ValueError naming the resource.
+    with pytest.raises(ValueError, match=f"{PROJECT}:modelCacheStorageClass changed from 'old-nfs'"):
+        run_stack("shared", stack_outputs=previous)
+
+
+def test_the_guard_refuses_a_class_or_claim_change_and_allows_the_first_update() -> None:
+    from components.model_cache import check_cache_unchanged
+    from components.settings import StackSettings
+
+    settings = StackSettings.model_construct(model_cache_claim="shared-model-cache", model_cache_storage_class="new")
+    check_cache_unchanged(None, settings)
+    check_cache_unchanged({}, settings)
+    check_cache_unchanged({"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "new"}, settings)
+    with pytest.raises(CacheChangeRefused, match="modelCacheStorageClass changed from 'old' to 'new'"):
+        check_cache_unchanged({"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "old"}, settings)
+    with pytest.raises(CacheChangeRefused, match="modelCacheClaim changed from 'model-cache'"):
+        check_cache_unchanged({"modelCacheClaim": "model-cache", "modelCacheStorageClass": "new"}, settings)
+
+
+def test_the_same_storage_class_as_last_update_passes_the_guard(run_stack: RunStack) -> None:
+    previous = {f"organization/{PROJECT}/shared": {"modelCacheClaim": "shared-model-cache",
+                                                   "modelCacheStorageClass": "rwx-nfs"}}
+    assert run_stack("shared", stack_outputs=previous).one(PVC).protect
+
+
+def test_bad_config_stops_before_any_resource_is_registered(run_stack: RunStack) -> None:
+    from tools.offline import run_program
+
+    with pytest.raises(ConfigError, match=f"{PROJECT}:workerReplicas") as caught:
+        run_program("dev", {"workerReplicas": 0, "kubeContext": "c", "modelCacheStorageClass": "x"},
+                    secrets={"ngcApiKey": NGC_KEY})
+    assert NGC_KEY not in str(caught.value)
+
+
+def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
+    from tools.offline import ProgramRun, run_program
+
+    recorded: list[ProgramRun] = []
+    import tools.offline as offline
+
+    original = offline.ProgramRun
+
+    def recording() -> ProgramRun:
+        run = original()
+        recorded.append(run)
+        return run
+
+    offline.ProgramRun = recording  # type: ignore[misc]
+    try:
+        with pytest.raises(ConfigError):
+            run_program("dev", {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
+                        secrets={"ngcApiKey": NGC_KEY})
+    finally:
+        offline.ProgramRun = original  # type: ignore[misc]
+    assert recorded and recorded[0].resources == []
