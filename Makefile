@@ -20,7 +20,7 @@ test: venv
 
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
 render: venv
-	$(PY) -m tools.render --stack $(STACK) --out build/render/$(STACK)
+	$(PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

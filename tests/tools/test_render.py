@@ -1,0 +1,49 @@
+"""The offline render writes the program's objects, masked, and the outputs; refuses bad config."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tools import render
+from tools.offline import MASK, SECRET_PLACEHOLDER
+
+
+def test_render_writes_each_object_in_apply_order_and_the_outputs(tmp_path: Path) -> None:
+    assert render.main(["--stack", "dev", "--example-site", "--out", str(tmp_path)]) == 0
+    files = sorted(p.name for p in tmp_path.glob("*.yaml"))
+    assert files == [
+        "01-namespace-cosmos3-dev.yaml",
+        "02-secret-ngc-api-secret.yaml",
+        "03-persistentvolumeclaim-shared-model-cache.yaml",
+        "04-job-cosmos3-nano-reasoner-model-download.yaml",
+        "05-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml",
+    ]
+    job = yaml.safe_load((tmp_path / files[3]).read_text())
+    assert job["spec"]["backoffLimit"] == 3 and isinstance(job["spec"]["backoffLimit"], int)
+    assert list(job)[:3] == ["apiVersion", "kind", "metadata"]
+    outputs = json.loads((tmp_path / "outputs.json").read_text())
+    assert outputs["graphName"] == "cosmos3-nano-reasoner-agg-h200-round-robin"
+
+
+def test_render_masks_secrets_and_never_writes_the_placeholder(tmp_path: Path) -> None:
+    render.main(["--stack", "dev", "--example-site", "--out", str(tmp_path)])
+    secret = yaml.safe_load((tmp_path / "02-secret-ngc-api-secret.yaml").read_text())
+    assert secret["stringData"] == {"NGC_API_KEY": MASK}
+    for path in tmp_path.iterdir():
+        assert SECRET_PLACEHOLDER not in path.read_text()
+
+
+def test_set_overrides_config_like_pulumi_config_set(tmp_path: Path) -> None:
+    render.main(["--stack", "round-robin", "--example-site", "--set", "workerReplicas=4", "--out", str(tmp_path)])
+    (graph,) = tmp_path.glob("*dynamographdeployment*")
+    assert yaml.safe_load(graph.read_text())["spec"]["components"][1]["replicas"] == 4
+
+
+def test_missing_site_config_is_reported_with_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert render.main(["--stack", "dev", "--out", str(tmp_path)]) == 2
+    assert "cosmos3-nano-reasoner:kubeContext is required" in capsys.readouterr().err
+    assert not list(tmp_path.glob("*.yaml"))
