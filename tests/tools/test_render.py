@@ -47,3 +47,10 @@ def test_missing_site_config_is_reported_with_the_key(tmp_path: Path, capsys: py
     assert render.main(["--stack", "dev", "--out", str(tmp_path)]) == 2
     assert "cosmos3-nano-reasoner:kubeContext is required" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.yaml"))
+
+
+def test_readme_configuration_reference_matches_pulumi_yaml() -> None:
+    from tools import readme_sync
+
+    text = readme_sync.README.read_text()
+    assert readme_sync.synced(text) == text, "run: .venv/bin/python -m tools.readme_sync"
