@@ -122,7 +122,11 @@ def _read_shared_layer(
 def _previous_outputs(
     name: str, parent: pulumi.Resource
 ) -> pulumi.Output[dict[str, Any] | None]:
-    """This stack's outputs from its last update, so the cache guard can see what exists."""
+    """This stack's outputs from its last update, so the cache guard can see what exists.
+
+    A StackReference to the stack being updated reads its last checkpoint's outputs (the pattern
+    Pulumi's maintainers show in pulumi/pulumi#3722); a new stack has none, so the guard passes.
+    """
     this_stack = (
         f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
     )
