@@ -101,7 +101,7 @@ class RunNotFoundError(ArchiveError):
     """No archived run matches the request."""
 
 
-# --- the records ------------------------------------------------------------------------------
+# --- the records ----------------------------------------------------------------------
 
 
 class ArchivedFile(BaseModel):
@@ -209,7 +209,7 @@ def current_commit(repo_dir: Path = PROJECT_ROOT) -> str:
     return commit if is_commit else UNKNOWN_COMMIT
 
 
-# --- where the archive is -------------------------------------------------------------------
+# --- where the archive is -------------------------------------------------------------
 
 
 class ArchiveLocation(BaseModel):
@@ -275,7 +275,7 @@ def _is_manifest_key(location: ArchiveLocation, key: str) -> bool:
     return len(segments) == 5 and segments[-1] == MANIFEST_NAME
 
 
-# --- talking to the store -------------------------------------------------------------------
+# --- talking to the store -------------------------------------------------------------
 
 _CREDENTIAL_CODES = frozenset(
     {
@@ -346,22 +346,22 @@ class _Bucket:
         try:
             yield
         except ClientError as error:
-            raise self._explain(error, action, key) from None
-        except NoCredentialsError:
+            raise self._explain(error, action, key) from error
+        except NoCredentialsError as error:
             raise ArchiveError(
                 f"no AWS credentials found for {self.url(key)}: set AWS_ACCESS_KEY_ID and "
                 "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE (--aws-profile) naming a configured profile"
-            ) from None
+            ) from error
         except (BotoConnectionError, HTTPClientError) as error:
             raise ArchiveError(
                 f"cannot reach the S3 endpoint {self.endpoint} while {action} {self.url(key)} "
                 f"({type(error).__name__}): check --endpoint-url, AWS_ENDPOINT_URL_S3 or "
                 "AWS_ENDPOINT_URL, and that the store is running"
-            ) from None
+            ) from error
         except BotoCoreError as error:
             raise ArchiveError(
                 f"{action} {self.url(key)} at {self.endpoint} failed: {error}"
-            ) from None
+            ) from error
 
     def _explain(self, error: ClientError, action: str, key: str) -> ArchiveError:
         code = _error_code(error)
@@ -421,7 +421,7 @@ def _without_userinfo(url: str) -> str:
     return urlunsplit(parts._replace(netloc=host))
 
 
-# --- local files ----------------------------------------------------------------------------
+# --- local files ----------------------------------------------------------------------
 
 _SECRET_PATTERNS = {
     "a private key": re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
@@ -491,7 +491,7 @@ def _unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
     return data
 
 
-# --- the stage's functions ------------------------------------------------------------------
+# --- the stage's functions ------------------------------------------------------------
 
 
 def archive_run(
@@ -522,7 +522,7 @@ def list_runs(
     profile: RoutingProfile | str | None = None,
     stage: Stage | str | None = None,
 ) -> list[RunRecord]:
-    """Complete runs (those with a manifest), oldest first, optionally of one stack/profile/stage."""
+    """Complete runs (those with a manifest), oldest first; optionally one stack/profile/stage."""
     bucket = _Bucket(location)
     search = f"{location.prefix}/" + (f"{stack}/" if stack else "")
     if stack and profile:
@@ -591,7 +591,7 @@ def download_run(
     dest_dir: Path,
     stage: Stage | str = Stage.PERF,
 ) -> Path:
-    """Download one archived run into `dest_dir` (empty or new) under the names it was pushed with."""
+    """Download one archived run into `dest_dir` (new or empty), under its pushed file names."""
     return download_record(
         location, fetch_record(location, stack, profile, run_id, stage), dest_dir
     )
@@ -600,25 +600,36 @@ def download_run(
 def download_record(
     location: ArchiveLocation, record: RunRecord, dest_dir: Path
 ) -> Path:
-    """Download the files a record lists, verified against its sizes and sha256 digests."""
+    """Download the files a record lists, checked against its sizes and sha256 digests.
+
+    Nothing is written unless every file matches, so a failed download leaves `dest_dir` as it
+    was (it must be new or empty).
+    """
     if dest_dir.exists() and any(dest_dir.iterdir()):
         raise ArchiveError(
             f"{dest_dir} is not empty: download a run into a new or empty directory"
         )
     bucket = _Bucket(location)
+    contents = [
+        (entry, _verified_read(bucket, record, entry)) for entry in record.files
+    ]
     dest_dir.mkdir(parents=True, exist_ok=True)
-    for entry in record.files:
-        key = _file_key(location, record, entry)
-        data = bucket.read(key)
-        if _describe(entry.name, data) != entry:
-            raise ArchiveError(
-                f"{bucket.url(key)} does not match its manifest (size or sha256): the archive "
-                "was changed behind its back"
-            )
+    for entry, data in contents:
         target = dest_dir / entry.name
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
     return dest_dir
+
+
+def _verified_read(bucket: _Bucket, record: RunRecord, entry: ArchivedFile) -> bytes:
+    key = _file_key(bucket.location, record, entry)
+    data = bucket.read(key)
+    if _describe(entry.name, data) != entry:
+        raise ArchiveError(
+            f"{bucket.url(key)} does not match its manifest (size or sha256): the archive "
+            "was changed behind its back"
+        )
+    return data
 
 
 def _read_record(bucket: _Bucket, key: str) -> RunRecord:

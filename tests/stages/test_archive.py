@@ -13,12 +13,12 @@ import re
 import socket
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import boto3
+import boto3  # type: ignore[import-untyped]
 import pytest
 from moto.server import ThreadedMotoServer
 from pydantic import ValidationError
@@ -47,7 +47,7 @@ ACCESS_KEY_ID = "testing-access-key-id"
 SECRET_ACCESS_KEY = "testing-secret-access-key-not-real"
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
-# --- fixtures -------------------------------------------------------------------------------
+# --- fixtures -------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,9 @@ def aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv(
+        "AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials")
+    )
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
@@ -135,11 +137,14 @@ def record_for(
 def make_results(directory: Path, marker: str = "first") -> Path:
     """A result directory like a perf stage's: nested exports, binary data, an empty file."""
     files = {
-        "summary.json": json.dumps({"marker": marker, "requestThroughput": 1.5}).encode(),
+        "summary.json": json.dumps(
+            {"marker": marker, "requestThroughput": 1.5}
+        ).encode(),
         "aiperf/concurrency-1/profile_export_aiperf.json": b'{"ttft": {"p50": 120.5}}',
         "aiperf/concurrency-16/profile_export.jsonl": b'{"request": 1}\n' * 500,
         "chart.png": bytes(range(256)) * 40,
         "smoke/empty.txt": b"",
+        "manifest.json": b'{"a result file": "not the archive manifest"}',
     }
     for name, data in files.items():
         path = directory / name
@@ -171,7 +176,9 @@ def moto_auth(endpoint: str) -> Iterator[dict[str, str]]:
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
     }
-    iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy))
+    iam.put_user_policy(
+        UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy)
+    )
     key = iam.create_access_key(UserName=user)["AccessKey"]
     set_moto_auth_free_requests(endpoint, "0")
     try:
@@ -192,7 +199,7 @@ def set_moto_auth_free_requests(endpoint: str, count: str) -> None:
         assert response.status == 200
 
 
-# --- round trip -----------------------------------------------------------------------------
+# --- round trip -----------------------------------------------------------------------
 
 
 def test_round_trip_restores_identical_files(
@@ -211,7 +218,10 @@ def test_round_trip_restores_identical_files(
     assert tree(pulled) == tree(results)
     for entry in listed.files:
         data = (pulled / entry.name).read_bytes()
-        assert (len(data), hashlib.sha256(data).hexdigest()) == (entry.size, entry.sha256)
+        assert (len(data), hashlib.sha256(data).hexdigest()) == (
+            entry.size,
+            entry.sha256,
+        )
     assert {entry.name for entry in listed.files} == set(tree(results))
     assert listed.stack_outputs() == outputs_for(RoutingProfile.ROUND_ROBIN)
 
@@ -223,7 +233,9 @@ def test_keys_follow_the_documented_layout(
     archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "run-1"), location)
 
     base = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf"
-    expected = [f"{base}/files/{name}" for name in tree(results)] + [f"{base}/manifest.json"]
+    expected = [f"{base}/files/{name}" for name in tree(results)] + [
+        f"{base}/manifest.json"
+    ]
     assert bucket_keys(s3, location) == sorted(expected)
 
 
@@ -247,7 +259,10 @@ def test_manifest_records_run_and_holds_no_environment(
         "outputs",
         "files",
     }
-    assert manifest["outputs"] == outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()
+    assert (
+        manifest["outputs"]
+        == outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()
+    )
     assert manifest["created_at"] == "2026-11-30T12:00:00Z"
     assert SECRET_ACCESS_KEY.encode() not in raw
     assert ACCESS_KEY_ID.encode() not in raw
@@ -270,7 +285,7 @@ def test_commit_and_default_run_id() -> None:
     assert current_commit(Path("/")) == "unknown"
 
 
-# --- no overwrite, manifest last --------------------------------------------------------------
+# --- no overwrite, manifest last ------------------------------------------------------
 
 
 def test_second_push_of_same_run_is_refused_and_first_kept(
@@ -288,7 +303,9 @@ def test_second_push_of_same_run_is_refused_and_first_kept(
     assert "round-robin/round-robin/run-1/perf/manifest.json" in message
     assert location.bucket in message
     assert "new run id" in message
-    pulled = download_run(location, "round-robin", "round-robin", "run-1", tmp_path / "p")
+    pulled = download_run(
+        location, "round-robin", "round-robin", "run-1", tmp_path / "p"
+    )
     assert tree(pulled) == tree(first)
 
 
@@ -299,7 +316,9 @@ def test_store_refuses_to_replace_any_file(
     the run then has no manifest, so it is never listed as complete."""
     results = make_results(tmp_path / "results")
     record = record_for(RoutingProfile.ROUND_ROBIN, "run-1")
-    taken = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/files/summary.json"
+    taken = (
+        "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/files/summary.json"
+    )
     s3.put_object(Bucket=location.bucket, Key=taken, Body=b"someone else's")
 
     with pytest.raises(ArchiveConflictError, match=re.escape(taken)):
@@ -307,9 +326,10 @@ def test_store_refuses_to_replace_any_file(
 
     kept = s3.get_object(Bucket=location.bucket, Key=taken)["Body"].read()
     assert kept == b"someone else's"
+    run = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf"
     keys = bucket_keys(s3, location)
-    assert any(key.endswith("profile_export.jsonl") for key in keys)  # uploaded before
-    assert not any(key.endswith("manifest.json") for key in keys)
+    assert f"{run}/files/chart.png" in keys  # uploaded before the refused key
+    assert f"{run}/manifest.json" not in keys
     assert list_runs(location) == []
     with pytest.raises(RunNotFoundError, match="archive list"):
         fetch_record(location, "round-robin", "round-robin", "run-1")
@@ -319,7 +339,9 @@ def test_download_detects_a_file_changed_behind_the_archive(
     tmp_path: Path, location: ArchiveLocation, s3: Any
 ) -> None:
     archive_run(
-        make_results(tmp_path / "r"), record_for(RoutingProfile.ROUND_ROBIN, "r1"), location
+        make_results(tmp_path / "r"),
+        record_for(RoutingProfile.ROUND_ROBIN, "r1"),
+        location,
     )
     key = "cosmos3-nano-reasoner/round-robin/round-robin/r1/perf/files/summary.json"
     s3.put_object(Bucket=location.bucket, Key=key, Body=b"tampered")
@@ -332,7 +354,9 @@ def test_download_refuses_a_non_empty_directory(
     tmp_path: Path, location: ArchiveLocation
 ) -> None:
     archive_run(
-        make_results(tmp_path / "r"), record_for(RoutingProfile.ROUND_ROBIN, "r1"), location
+        make_results(tmp_path / "r"),
+        record_for(RoutingProfile.ROUND_ROBIN, "r1"),
+        location,
     )
     dest = tmp_path / "dest"
     dest.mkdir()
@@ -343,7 +367,7 @@ def test_download_refuses_a_non_empty_directory(
     assert [path.name for path in dest.iterdir()] == ["old.json"]
 
 
-# --- listing and both profiles ----------------------------------------------------------------
+# --- listing and both profiles --------------------------------------------------------
 
 
 def test_lists_runs_per_stack_profile_and_stage_oldest_first(
@@ -388,7 +412,9 @@ def test_latest_run_of_nothing_says_so(location: ArchiveLocation) -> None:
         latest_run(location, stack="round-robin")
 
 
-def test_report_reads_both_profiles_back(tmp_path: Path, location: ArchiveLocation) -> None:
+def test_report_reads_both_profiles_back(
+    tmp_path: Path, location: ArchiveLocation
+) -> None:
     for profile in RoutingProfile:
         archive_run(
             make_results(tmp_path / f"old-{profile}", marker=f"old {profile}"),
@@ -414,17 +440,19 @@ def test_report_reads_both_profiles_back(tmp_path: Path, location: ArchiveLocati
     )
 
 
-# --- clear errors -----------------------------------------------------------------------------
+# --- clear errors ---------------------------------------------------------------------
 
 
 def test_missing_bucket_is_named_with_a_fix(tmp_path: Path, endpoint: str) -> None:
     location = ArchiveLocation(bucket="no-such-archive-bucket", endpoint_url=endpoint)
     results = make_results(tmp_path / "results")
 
-    for attempt in [
-        lambda: archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "r"), location),
+    record = record_for(RoutingProfile.ROUND_ROBIN, "r")
+    attempts: list[Callable[[], object]] = [
+        lambda: archive_run(results, record, location),
         lambda: list_runs(location),
-    ]:
+    ]
+    for attempt in attempts:
         with pytest.raises(ArchiveError) as failed:
             attempt()
         message = str(failed.value)
@@ -474,7 +502,9 @@ def test_missing_credentials_are_named(
 def test_unknown_aws_profile_is_named(location: ArchiveLocation) -> None:
     elsewhere = location.model_copy(update={"aws_profile": "no-such-profile"})
 
-    with pytest.raises(ArchiveError, match="'no-such-profile' is not in the AWS config"):
+    with pytest.raises(
+        ArchiveError, match="'no-such-profile' is not in the AWS config"
+    ):
         list_runs(elsewhere)
 
 
@@ -503,7 +533,7 @@ def test_endpoint_from_the_aws_environment(
     assert [run.run_id for run in list_runs(location)] == ["r1"]
 
 
-# --- secrets and validation -----------------------------------------------------------------
+# --- secrets and validation -----------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -548,7 +578,9 @@ def test_records_reject_unsafe_names_and_inconsistent_profiles() -> None:
         "absolute file name": {**good, "files": [{**file_entry, "name": "/etc/x"}]},
     }
 
-    assert RunRecord.model_validate(good) == record_for(RoutingProfile.ROUND_ROBIN, "run-1")
+    assert RunRecord.model_validate(good) == record_for(
+        RoutingProfile.ROUND_ROBIN, "run-1"
+    )
     assert [case for case, data in broken.items() if validates(data)] == []
 
 
@@ -571,7 +603,7 @@ def test_refuses_an_empty_result_directory(
         )
 
 
-# --- command line -----------------------------------------------------------------------------
+# --- command line ---------------------------------------------------------------------
 
 
 def test_cli_push_list_pull(
@@ -580,7 +612,9 @@ def test_cli_push_list_pull(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()))
+    outputs.write_text(
+        json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict())
+    )
     results = make_results(tmp_path / "results")
     store = ["--bucket", location.bucket, "--endpoint-url", str(location.endpoint_url)]
 
