@@ -30,9 +30,7 @@ class StackOutputs(BaseModel):
     graph_name: str
     frontend_service: str
     frontend_port: int
-    frontend_url: str = Field(
-        description="Base URL of the frontend, without a trailing slash."
-    )
+    frontend_url: str = Field(description="Base URL of the frontend, without a trailing slash.")
     models_url: str
     served_model: str
     session_affinity_ttl_seconds: int | None
@@ -65,24 +63,16 @@ class StackOutputs(BaseModel):
     @classmethod
     def load(cls, source: Path | IO[str]) -> StackOutputs:
         """Read `pulumi stack output --json` (or a lab outputs file) from a path or a stream."""
-        name = (
-            str(source)
-            if isinstance(source, Path)
-            else getattr(source, "name", "<stream>")
-        )
+        name = str(source) if isinstance(source, Path) else getattr(source, "name", "<stream>")
         try:
             text = source.read_text() if isinstance(source, Path) else source.read()
             return cls.model_validate(json.loads(text))
         except FileNotFoundError as error:
             raise OutputsError(f"stack outputs file {name} does not exist") from error
         except json.JSONDecodeError as error:
-            raise OutputsError(
-                f"stack outputs in {name} are not JSON: {error}"
-            ) from error
+            raise OutputsError(f"stack outputs in {name} are not JSON: {error}") from error
         except ValidationError as error:
-            raise OutputsError(
-                f"stack outputs in {name} break the contract:\n{error}"
-            ) from error
+            raise OutputsError(f"stack outputs in {name} break the contract:\n{error}") from error
 
 
 class OutputsError(Exception):

@@ -29,9 +29,7 @@ class SharedLayer:
     @classmethod
     def from_settings(cls, settings: StackSettings) -> SharedLayer:
         """The layer a self-contained stack creates for itself."""
-        pull_secret = (
-            names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
-        )
+        pull_secret = names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
         return cls(
             settings.namespace,
             settings.model_cache_claim,
@@ -70,9 +68,7 @@ def registry_pull_secret(settings: StackSettings, docker_config: object) -> Mani
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(
-            names.REGISTRY_PULL_SECRET, settings.namespace, "credentials"
-        ),
+        "metadata": _metadata(names.REGISTRY_PULL_SECRET, settings.namespace, "credentials"),
         "type": "kubernetes.io/dockerconfigjson",
         "stringData": {".dockerconfigjson": docker_config},
     }
@@ -89,9 +85,7 @@ def model_cache_claim(settings: StackSettings) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(
-            settings.model_cache_claim, settings.namespace, "model-cache"
-        ),
+        "metadata": _metadata(settings.model_cache_claim, settings.namespace, "model-cache"),
         "spec": {
             "accessModes": ["ReadWriteMany"],
             "storageClassName": settings.model_cache_storage_class,
@@ -110,9 +104,7 @@ def nim_selection_env(settings: StackSettings, layer: SharedLayer) -> list[Manif
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
         {
             "name": "NGC_API_KEY",
-            "valueFrom": {
-                "secretKeyRef": {"name": layer.ngc_secret, "key": names.NGC_SECRET_KEY}
-            },
+            "valueFrom": {"secretKeyRef": {"name": layer.ngc_secret, "key": names.NGC_SECRET_KEY}},
         },
     ]
 
@@ -126,9 +118,7 @@ def with_extra_env(env: list[Manifest], extra: list[str]) -> list[Manifest]:
         else entry
         for entry in env
     ]
-    return merged + [
-        {"name": name, "value": value} for name, value in overrides.items()
-    ]
+    return merged + [{"name": name, "value": value} for name, value in overrides.items()]
 
 
 def cache_volume(layer: SharedLayer) -> Manifest:
@@ -158,9 +148,7 @@ def gpu_placement(settings: StackSettings, layer: SharedLayer) -> Manifest:
             item.split("=", 1) for item in settings.worker_node_selector
         )
     if settings.worker_tolerations:
-        placement["tolerations"] = [
-            _toleration(item) for item in settings.worker_tolerations
-        ]
+        placement["tolerations"] = [_toleration(item) for item in settings.worker_tolerations]
     return placement
 
 
@@ -181,9 +169,7 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
         "imagePullPolicy": "IfNotPresent",
         "workingDir": "/opt/nim",
         "command": list(settings.model_download_command),
-        "env": with_extra_env(
-            nim_selection_env(settings, layer), settings.worker_extra_env
-        ),
+        "env": with_extra_env(nim_selection_env(settings, layer), settings.worker_extra_env),
         "resources": {
             "requests": {"cpu": "4", "memory": "16Gi"} | gpus,
             "limits": {"cpu": "8", "memory": "32Gi"} | gpus,
@@ -193,9 +179,7 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(
-            names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download"
-        )
+        "metadata": _metadata(names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download")
         | {"annotations": {"pulumi.com/replaceUnready": "true"}},
         "spec": {
             "backoffLimit": 3,

@@ -10,7 +10,7 @@ registered. A claim that already exists is kept as it is and only read.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import pulumi
 import pulumi_kubernetes as k8s
@@ -23,9 +23,7 @@ class CacheChangeRefused(ValueError):
     """A config change that would replace (and so empty) the model cache."""
 
 
-def check_cache_unchanged(
-    previous: dict[str, Any] | None, settings: StackSettings
-) -> None:
+def check_cache_unchanged(previous: dict[str, Any] | None, settings: StackSettings) -> None:
     """Refuse a change of the claim's immutable identity against this stack's last outputs."""
     if not previous or not previous.get("modelCacheClaim"):
         return
@@ -68,7 +66,8 @@ class ModelCache(pulumi.ComponentResource):
         else:
             claim = _protected_claim(name, settings, previous_outputs, child)
         self.claim = claim
-        self.claim_name = claim.metadata.apply(lambda metadata: metadata.name)
+        # Always set: the claim is created or read under its configured name.
+        self.claim_name = claim.metadata.apply(lambda metadata: cast(str, metadata.name))
         self.register_outputs({"claimName": self.claim_name})
 
 
@@ -80,9 +79,11 @@ def _protected_claim(
 ) -> k8s.core.v1.PersistentVolumeClaim:
     manifest = layer_manifests.model_cache_claim(settings)
 
-    def guarded_spec(previous: dict[str, Any] | None) -> dict[str, Any]:
+    def guarded_spec(
+        previous: dict[str, Any] | None,
+    ) -> k8s.core.v1.PersistentVolumeClaimSpecArgsDict:
         check_cache_unchanged(previous, settings)
-        return manifest["spec"]
+        return cast(k8s.core.v1.PersistentVolumeClaimSpecArgsDict, manifest["spec"])
 
     return k8s.core.v1.PersistentVolumeClaim(
         name,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pulumi
 import pulumi_kubernetes as k8s
 
@@ -29,7 +31,8 @@ class Namespace(pulumi.ComponentResource):
                 metadata=manifest["metadata"],
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            self.name = namespace.metadata.apply(lambda metadata: metadata.name)
+            # Always set: the manifest names the namespace explicitly.
+            self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata.name))
         else:
             self.name = pulumi.Output.from_input(settings.namespace)
         self.register_outputs({"name": self.name})

@@ -7,11 +7,13 @@ DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
 
 from __future__ import annotations
 
+from operator import itemgetter
 from typing import Any
 
 import pulumi
 
 from components import outputs
+from components.contract import StackOutputs
 from components.graph_deployment import GraphDeployment
 from components.layer_manifests import SharedLayer
 from components.model_cache import ModelCache
@@ -19,7 +21,6 @@ from components.model_download import ModelDownload
 from components.namespace import Namespace
 from components.secrets import Secrets, SecretValues
 from components.settings import StackSettings
-from components.contract import StackOutputs
 
 LAYER_KEYS = ("namespace", "modelCacheClaim", "ngcSecret", "registryPullSecret")
 
@@ -56,9 +57,7 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            contract = layer.apply(
-                lambda l: outputs.graph_outputs(settings, l).to_json_dict()
-            )
+            contract = layer.apply(lambda l: outputs.graph_outputs(settings, l).to_json_dict())
             exported |= _keyed(contract, tuple(_contract_keys()))
         self.outputs = exported
         self.register_outputs(exported)
@@ -68,17 +67,13 @@ class Recipe(pulumi.ComponentResource):
     ) -> tuple[SharedLayer, list[pulumi.Resource]]:
         """Namespace, secrets, cache and download; returns the layer and what the graph waits for."""
         if secrets is None:
-            raise ValueError(
-                "a stack that creates the shared layer needs the secret values"
-            )
+            raise ValueError("a stack that creates the shared layer needs the secret values")
         layer = SharedLayer.from_settings(settings)
         child = pulumi.ResourceOptions(parent=self)
         namespace = Namespace(f"{name}-namespace", settings, opts=child)
         created: list[pulumi.Resource] = [
             namespace,
-            Secrets(
-                f"{name}-secrets", settings, secrets, depends_on=[namespace], opts=child
-            ),
+            Secrets(f"{name}-secrets", settings, secrets, depends_on=[namespace], opts=child),
             ModelCache(
                 f"{name}-model-cache",
                 settings,
@@ -110,26 +105,20 @@ def _read_shared_layer(
     )
     values = pulumi.Output.all(
         *(
-            shared.require_output(key)
-            if key != "registryPullSecret"
-            else shared.get_output(key)
+            shared.require_output(key) if key != "registryPullSecret" else shared.get_output(key)
             for key in LAYER_KEYS
         )
     )
     return values.apply(lambda v: SharedLayer(*v))
 
 
-def _previous_outputs(
-    name: str, parent: pulumi.Resource
-) -> pulumi.Output[dict[str, Any] | None]:
+def _previous_outputs(name: str, parent: pulumi.Resource) -> pulumi.Output[dict[str, Any] | None]:
     """This stack's outputs from its last update, so the cache guard can see what exists.
 
     A StackReference to the stack being updated reads its last checkpoint's outputs (the pattern
     Pulumi's maintainers show in pulumi/pulumi#3722); a new stack has none, so the guard passes.
     """
-    this_stack = (
-        f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-    )
+    this_stack = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
     previous = pulumi.StackReference(
         f"{name}-previous-update",
         stack_name=this_stack,
@@ -141,7 +130,7 @@ def _previous_outputs(
 def _keyed(
     values: pulumi.Output[dict[str, Any]], keys: tuple[str, ...]
 ) -> dict[str, pulumi.Output[Any]]:
-    return {key: values.apply(lambda v, key=key: v[key]) for key in keys}
+    return {key: values.apply(itemgetter(key)) for key in keys}
 
 
 def _layer_output_keys() -> tuple[str, ...]:

@@ -40,10 +40,7 @@ class Routing:
         if not has_affinity and self.affinity_ttl_seconds is not None:
             raise ValueError("the round-robin profile has no affinity TTL")
         ttl = self.affinity_ttl_seconds
-        if (
-            ttl is not None
-            and not MIN_AFFINITY_TTL_SECONDS <= ttl <= MAX_AFFINITY_TTL_SECONDS
-        ):
+        if ttl is not None and not MIN_AFFINITY_TTL_SECONDS <= ttl <= MAX_AFFINITY_TTL_SECONDS:
             raise ValueError(
                 f"affinity TTL {ttl} s is outside {MIN_AFFINITY_TTL_SECONDS}..{MAX_AFFINITY_TTL_SECONDS}"
             )

@@ -51,9 +51,7 @@ class Secrets(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def _secret(
-    name: str, manifest: Manifest, opts: pulumi.ResourceOptions
-) -> k8s.core.v1.Secret:
+def _secret(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
     # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
     # encrypted in state even when an input was plain.
     return k8s.core.v1.Secret(

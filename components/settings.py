@@ -113,9 +113,7 @@ class StackSettings(BaseModel):
     kubeconfig_path: str
 
     # Layering: a self-contained stack, or a profile stack on a shared layer stack.
-    shared_stack: Annotated[
-        str, AfterValidator(lambda v: _optional_match(v, _STACK_NAME))
-    ]
+    shared_stack: Annotated[str, AfterValidator(lambda v: _optional_match(v, _STACK_NAME))]
     deploy_graph: bool
 
     namespace: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
@@ -151,9 +149,7 @@ class StackSettings(BaseModel):
     worker_shared_memory_size: Quantity
     worker_node_selector: Annotated[
         StringList,
-        AfterValidator(
-            _key_value("=", "key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)")
-        ),
+        AfterValidator(_key_value("=", "key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)")),
     ]
     worker_tolerations: Annotated[StringList, AfterValidator(_tolerations)]
     worker_extra_env: Annotated[StringList, AfterValidator(_extra_env)]
@@ -190,9 +186,7 @@ class StackSettings(BaseModel):
 
 def _optional_match(value: str, pattern: str) -> str:
     if value and not re.match(pattern, value):
-        raise ValueError(
-            f"{value!r} must be a fully qualified stack name: <org>/<project>/<stack>"
-        )
+        raise ValueError(f"{value!r} must be a fully qualified stack name: <org>/<project>/<stack>")
     return value
 
 
@@ -258,9 +252,7 @@ def config_key(name: str) -> str:
     return f"{PROJECT}:{name}"
 
 
-def parse_stack_config(
-    raw: Mapping[str, Any], secret_keys: Collection[str]
-) -> StackSettings:
+def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> StackSettings:
     """Validate the project's config (keys with or without the project prefix) into settings.
 
     `raw` holds every config value the CLI passes and `secret_keys` the keys it marks secret.
@@ -281,9 +273,7 @@ def parse_stack_config(
     return settings
 
 
-def _check_secrets(
-    settings: StackSettings, present: dict[str, bool], marked: set[str]
-) -> None:
+def _check_secrets(settings: StackSettings, present: dict[str, bool], marked: set[str]) -> None:
     problems = [
         f"  {config_key(key)} is stored in plain text: set it again with "
         f"`pulumi config set --secret {config_key(key)} <value>`"
@@ -332,23 +322,15 @@ def _unknown_keys_message(unknown: list[str]) -> str:
     lines = ["Unknown stack config (a typo?):"]
     for key in unknown:
         close = difflib.get_close_matches(key, _declared_keys() | SECRET_KEYS, n=1)
-        hint = (
-            f"did you mean {config_key(close[0])}?"
-            if close
-            else "see README: Configuration"
-        )
-        lines.append(
-            f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)"
-        )
+        hint = f"did you mean {config_key(close[0])}?" if close else "see README: Configuration"
+        lines.append(f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)")
     return "\n".join(lines)
 
 
 def _validation_message(error: ValidationError) -> str:
     lines = ["Invalid stack config:"]
     for problem in error.errors():
-        key = ".".join(
-            str(part) for part in problem["loc"] if not isinstance(part, int)
-        )
+        key = ".".join(str(part) for part in problem["loc"] if not isinstance(part, int))
         message = problem["msg"].removeprefix("Value error, ")
         if not key:
             lines.append(f"  {message}")
@@ -357,7 +339,5 @@ def _validation_message(error: ValidationError) -> str:
                 f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
             )
         else:
-            lines.append(
-                f"  {config_key(key)}: {message} (got {problem.get('input')!r})"
-            )
+            lines.append(f"  {config_key(key)}: {message} (got {problem.get('input')!r})")
     return "\n".join(lines)

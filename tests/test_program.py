@@ -85,7 +85,9 @@ def test_model_cache_is_protected_and_read_write_many(run_stack: RunStack) -> No
     assert claim.inputs["spec"]["storageClassName"] == "rwx-nfs"
 
 
-def test_download_job_is_awaited_with_its_timeout_and_replaced_when_unready(run_stack: RunStack) -> None:
+def test_download_job_is_awaited_with_its_timeout_and_replaced_when_unready(
+    run_stack: RunStack,
+) -> None:
     run = run_stack("shared", {"modelDownloadTimeoutSeconds": 5400})
     job = run.one(JOB)
     assert job.custom_timeouts == {"create": "5400s", "update": "5400s"}
@@ -122,13 +124,17 @@ def test_ngc_key_is_a_secret_in_state_and_nowhere_in_plain_text(run_stack: RunSt
     assert NGC_KEY not in json.dumps(run.exports)
 
 
-def test_registry_mirror_creates_a_secret_pull_secret_used_by_both_components(run_stack: RunStack) -> None:
+def test_registry_mirror_creates_a_secret_pull_secret_used_by_both_components(
+    run_stack: RunStack,
+) -> None:
     run = run_stack(
         "dev",
         {"registryServer": "mirror.example:5000", "registryUsername": "robot"},
         secrets={"ngcApiKey": NGC_KEY, "registryPassword": "hunter2-registry"},
     )
-    pull = next(s for s in run.of_type(SECRET) if s.inputs["type"] == "kubernetes.io/dockerconfigjson")
+    pull = next(
+        s for s in run.of_type(SECRET) if s.inputs["type"] == "kubernetes.io/dockerconfigjson"
+    )
     assert pull.inputs["metadata"]["name"] == "registry-pull-secret"
     from tools.offline import has_secret_envelope
 
@@ -136,7 +142,9 @@ def test_registry_mirror_creates_a_secret_pull_secret_used_by_both_components(ru
     docker_config = json.loads(pull.inputs["stringData"][".dockerconfigjson"])
     assert docker_config["auths"]["mirror.example:5000"]["password"] == "hunter2-registry"
     for component in run.one(DGD).inputs["spec"]["components"]:
-        assert component["podTemplate"]["spec"]["imagePullSecrets"] == [{"name": "registry-pull-secret"}]
+        assert component["podTemplate"]["spec"]["imagePullSecrets"] == [
+            {"name": "registry-pull-secret"}
+        ]
     assert run.exports["registryPullSecret"] == "registry-pull-secret"
     assert "hunter2-registry" not in json.dumps(run.exports)
 
@@ -198,12 +206,19 @@ def _graph_without_routing(run: ProgramRun) -> dict[str, Any]:
 def test_profiles_differ_only_in_name_and_the_affinity_flag(run_stack: RunStack) -> None:
     round_robin = run_stack("round-robin")
     affinity = run_stack("session-affinity")
-    rr_args = round_robin.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
-    sa_args = affinity.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
+    rr_args = round_robin.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"][
+        "containers"
+    ][0]["args"]
+    sa_args = affinity.one(DGD).inputs["spec"]["components"][0]["podTemplate"]["spec"][
+        "containers"
+    ][0]["args"]
     assert "--router-session-affinity-ttl-secs" not in rr_args
     assert sa_args[-2:] == ["--router-session-affinity-ttl-secs", "300"]
     assert _graph_without_routing(round_robin) == _graph_without_routing(affinity)
-    assert round_robin.one(DGD).inputs["metadata"]["name"] != affinity.one(DGD).inputs["metadata"]["name"]
+    assert (
+        round_robin.one(DGD).inputs["metadata"]["name"]
+        != affinity.one(DGD).inputs["metadata"]["name"]
+    )
 
 
 def test_profile_stacks_share_one_layer_read_from_the_shared_stack(run_stack: RunStack) -> None:
@@ -217,11 +232,16 @@ def test_profile_stacks_share_one_layer_read_from_the_shared_stack(run_stack: Ru
         worker = graph["spec"]["components"][1]["podTemplate"]["spec"]
         assert worker["volumes"][0]["persistentVolumeClaim"]["claimName"] == "shared-model-cache"
         assert worker["imagePullSecrets"] == [{"name": "registry-pull-secret"}]
-        assert not {NS, SECRET, PVC, JOB} & set(object_types(run)), "a profile stack owns no layer object"
+        assert not {NS, SECRET, PVC, JOB} & set(object_types(run)), (
+            "a profile stack owns no layer object"
+        )
 
 
 def test_existing_namespace_and_cache_are_used_not_created(run_stack: RunStack) -> None:
-    run = run_stack("dev", {"createNamespace": False, "modelCacheMode": "existing", "modelCacheStorageClass": ""})
+    run = run_stack(
+        "dev",
+        {"createNamespace": False, "modelCacheMode": "existing", "modelCacheStorageClass": ""},
+    )
     assert NS not in object_types(run) and PVC not in object_types(run)
     read = next(r for r in run.resources if r.type == PVC and r.resource_id)
     assert read.resource_id == "cosmos3-dev/shared-model-cache"
@@ -229,10 +249,16 @@ def test_existing_namespace_and_cache_are_used_not_created(run_stack: RunStack) 
 
 
 def test_a_storage_class_change_is_refused_before_the_claim_is_touched(run_stack: RunStack) -> None:
-    previous = {f"organization/{PROJECT}/shared": {"modelCacheClaim": "shared-model-cache",
-                                                   "modelCacheStorageClass": "old-nfs"}}
+    previous = {
+        f"organization/{PROJECT}/shared": {
+            "modelCacheClaim": "shared-model-cache",
+            "modelCacheStorageClass": "old-nfs",
+        }
+    }
     # Pulumi re-raises the guard's CacheChangeRefused as a ValueError naming the resource.
-    with pytest.raises(ValueError, match=f"{PROJECT}:modelCacheStorageClass changed from 'old-nfs'"):
+    with pytest.raises(
+        ValueError, match=f"{PROJECT}:modelCacheStorageClass changed from 'old-nfs'"
+    ):
         run_stack("shared", stack_outputs=previous)
 
 
@@ -240,19 +266,33 @@ def test_the_guard_refuses_a_class_or_claim_change_and_allows_the_first_update()
     from components.model_cache import check_cache_unchanged
     from components.settings import StackSettings
 
-    settings = StackSettings.model_construct(model_cache_claim="shared-model-cache", model_cache_storage_class="new")
+    settings = StackSettings.model_construct(
+        model_cache_claim="shared-model-cache", model_cache_storage_class="new"
+    )
     check_cache_unchanged(None, settings)
     check_cache_unchanged({}, settings)
-    check_cache_unchanged({"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "new"}, settings)
-    with pytest.raises(CacheChangeRefused, match="modelCacheStorageClass changed from 'old' to 'new'"):
-        check_cache_unchanged({"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "old"}, settings)
+    check_cache_unchanged(
+        {"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "new"}, settings
+    )
+    with pytest.raises(
+        CacheChangeRefused, match="modelCacheStorageClass changed from 'old' to 'new'"
+    ):
+        check_cache_unchanged(
+            {"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "old"}, settings
+        )
     with pytest.raises(CacheChangeRefused, match="modelCacheClaim changed from 'model-cache'"):
-        check_cache_unchanged({"modelCacheClaim": "model-cache", "modelCacheStorageClass": "new"}, settings)
+        check_cache_unchanged(
+            {"modelCacheClaim": "model-cache", "modelCacheStorageClass": "new"}, settings
+        )
 
 
 def test_the_same_storage_class_as_last_update_passes_the_guard(run_stack: RunStack) -> None:
-    previous = {f"organization/{PROJECT}/shared": {"modelCacheClaim": "shared-model-cache",
-                                                   "modelCacheStorageClass": "rwx-nfs"}}
+    previous = {
+        f"organization/{PROJECT}/shared": {
+            "modelCacheClaim": "shared-model-cache",
+            "modelCacheStorageClass": "rwx-nfs",
+        }
+    }
     assert run_stack("shared", stack_outputs=previous).one(PVC).protect
 
 
@@ -260,16 +300,19 @@ def test_bad_config_stops_before_any_resource_is_registered(run_stack: RunStack)
     from tools.offline import run_program
 
     with pytest.raises(ConfigError, match=f"{PROJECT}:workerReplicas") as caught:
-        run_program("dev", {"workerReplicas": 0, "kubeContext": "c", "modelCacheStorageClass": "x"},
-                    secrets={"ngcApiKey": NGC_KEY})
+        run_program(
+            "dev",
+            {"workerReplicas": 0, "kubeContext": "c", "modelCacheStorageClass": "x"},
+            secrets={"ngcApiKey": NGC_KEY},
+        )
     assert NGC_KEY not in str(caught.value)
 
 
 def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
-    from tools.offline import ProgramRun, run_program
+    from tools.offline import run_program
 
     recorded: list[ProgramRun] = []
-    import tools.offline as offline
+    from tools import offline
 
     original = offline.ProgramRun
 
@@ -281,8 +324,11 @@ def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
     offline.ProgramRun = recording  # type: ignore[misc]
     try:
         with pytest.raises(ConfigError):
-            run_program("dev", {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
-                        secrets={"ngcApiKey": NGC_KEY})
+            run_program(
+                "dev",
+                {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
+                secrets={"ngcApiKey": NGC_KEY},
+            )
     finally:
         offline.ProgramRun = original  # type: ignore[misc]
     assert recorded and recorded[0].resources == []

@@ -17,7 +17,11 @@ def _default(declaration: dict[str, Any]) -> str:
     if "default" not in declaration:
         return "required"
     value = declaration["default"]
-    return f"`{json.dumps(value)}`" if not isinstance(value, str) else (f"`{value}`" if value else '`""`')
+    return (
+        f"`{json.dumps(value)}`"
+        if not isinstance(value, str)
+        else (f"`{value}`" if value else '`""`')
+    )
 
 
 def reference_table() -> str:

@@ -9,10 +9,8 @@ because resource options (parent, protect, timeouts, dependencies, provider) nev
 
 from __future__ import annotations
 
-import asyncio
 import json
 import runpy
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,7 +83,9 @@ def owns_layer(stack: str) -> bool:
 
 def example_site_for(stack: str) -> dict[str, Any]:
     """The example site values a stack still lacks (values its file sets are kept)."""
-    needed = dict(EXAMPLE_SITE) if owns_layer(stack) else {"kubeContext": EXAMPLE_SITE["kubeContext"]}
+    needed = (
+        dict(EXAMPLE_SITE) if owns_layer(stack) else {"kubeContext": EXAMPLE_SITE["kubeContext"]}
+    )
     present = stack_file_config(stack)
     return {key: value for key, value in needed.items() if qualified(key) not in present}
 
@@ -159,7 +159,10 @@ class ProgramRun:
         return [
             r
             for r in self.resources
-            if r.custom and r.type.startswith("kubernetes:") and "providers" not in r.type and not r.resource_id
+            if r.custom
+            and r.type.startswith("kubernetes:")
+            and "providers" not in r.type
+            and not r.resource_id
         ]
 
 
@@ -173,7 +176,11 @@ class RecordingMocks(pulumi.runtime.Mocks):
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         if args.typ == "pulumi:pulumi:StackReference":
             name = args.inputs.get("name") or args.resource_id
-            return name, {"name": name, "outputs": self.stack_outputs.get(name, {}), "secretOutputNames": []}
+            return name, {
+                "name": name,
+                "outputs": self.stack_outputs.get(name, {}),
+                "secretOutputNames": [],
+            }
         if args.resource_id:
             # A read of an existing object (`Resource.get`): answer like the API server would.
             self.reads.append(args)
@@ -264,10 +271,12 @@ def run_program(
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         exported = pulumi.runtime.settings.get_root_resource().outputs  # type: ignore[union-attr]
-        secret_flags = {key: pulumi.Output.from_input(value.is_secret()) for key, value in exported.items()}
-        return pulumi.Output.all(pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags)).apply(
-            lambda both: _record_exports(run, *both)
-        )
+        secret_flags = {
+            key: pulumi.Output.from_input(value.is_secret()) for key, value in exported.items()
+        }
+        return pulumi.Output.all(
+            pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags)
+        ).apply(lambda both: _record_exports(run, *both))
 
     program()
     return run
@@ -278,7 +287,9 @@ def _record_exports(run: ProgramRun, values: dict[str, Any], secret_flags: dict[
     run.secret_exports.update(key for key, secret in secret_flags.items() if secret)
 
 
-def shared_layer_outputs(namespace: str = PROJECT, pull_secret: str | None = None) -> dict[str, Any]:
+def shared_layer_outputs(
+    namespace: str = PROJECT, pull_secret: str | None = None
+) -> dict[str, Any]:
     """What the shipped shared stack exports, for the profile stacks' StackReference."""
     return {
         SHARED_STACK: {
@@ -301,5 +312,3 @@ def mask_secrets(value: Any, inside_secret: bool = False) -> Any:
     if isinstance(value, list):
         return [mask_secrets(item, inside_secret) for item in value]
     return MASK if inside_secret else value
-
-

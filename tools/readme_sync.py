@@ -1,7 +1,7 @@
 """Keep generated parts of README.md in step with their sources.
 
-    python -m tools.readme_sync          # rewrite the generated blocks in README.md
-    python -m tools.readme_sync --check  # exit 1 when README.md is out of date
+python -m tools.readme_sync          # rewrite the generated blocks in README.md
+python -m tools.readme_sync --check  # exit 1 when README.md is out of date
 """
 
 from __future__ import annotations
@@ -25,7 +25,10 @@ def main(argv: list[str]) -> int:
     text = README.read_text()
     if "--check" in argv:
         if synced(text) != text:
-            print("README.md configuration reference is stale: run python -m tools.readme_sync", file=sys.stderr)
+            print(
+                "README.md configuration reference is stale: run python -m tools.readme_sync",
+                file=sys.stderr,
+            )
             return 1
         return 0
     README.write_text(synced(text))

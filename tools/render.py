@@ -33,7 +33,9 @@ from tools.offline import (
 KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
 
 
-def render_stack(stack: str, overrides: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def render_stack(
+    stack: str, overrides: dict[str, Any]
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The objects (secrets masked, in apply order) and the outputs of one stack."""
     asyncio.set_event_loop(asyncio.new_event_loop())
     run = run_program(
@@ -43,7 +45,9 @@ def render_stack(stack: str, overrides: dict[str, Any]) -> tuple[list[dict[str, 
 
 
 def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
-    objects = [canonical(mask_secrets(r.raw_inputs), top_level=True) for r in run.kubernetes_objects()]
+    objects = [
+        canonical(mask_secrets(r.raw_inputs), top_level=True) for r in run.kubernetes_objects()
+    ]
     return sorted(objects, key=lambda o: (_kind_rank(o["kind"]), o["metadata"]["name"]))
 
 
@@ -97,11 +101,19 @@ def _parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.render", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--stack", required=True, choices=SHIPPED_STACKS)
-    parser.add_argument("--out", type=Path, required=True, help="directory for the YAML and outputs.json")
     parser.add_argument(
-        "--set", action="append", default=[], metavar="KEY=VALUE", help="config as `pulumi config set` would"
+        "--out", type=Path, required=True, help="directory for the YAML and outputs.json"
+    )
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="config as `pulumi config set` would",
     )
     parser.add_argument(
         "--example-site",

@@ -60,7 +60,10 @@ def test_worker_runs_the_nim_entrypoint_with_the_recipe_environment() -> None:
 def test_cache_volume_comes_first_and_names_the_layers_claim() -> None:
     worker = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1]
     volumes = worker["podTemplate"]["spec"]["volumes"]
-    assert volumes[0] == {"name": "shared-model-cache", "persistentVolumeClaim": {"claimName": "shared-model-cache"}}
+    assert volumes[0] == {
+        "name": "shared-model-cache",
+        "persistentVolumeClaim": {"claimName": "shared-model-cache"},
+    }
 
 
 def test_cluster_settings_apply_to_the_worker_and_the_mirror_to_both() -> None:
@@ -68,9 +71,9 @@ def test_cluster_settings_apply_to_the_worker_and_the_mirror_to_both() -> None:
         workerNodeSelector=["nvidia.com/gpu.product=NVIDIA-H200"],
         workerTolerations=["nvidia.com/gpu:NoSchedule", "dedicated=inference:NoExecute"],
     )
-    frontend, worker = graph_manifest.graph_deployment(s, layer(registry_pull_secret="registry-pull-secret"))[
-        "spec"
-    ]["components"]
+    frontend, worker = graph_manifest.graph_deployment(
+        s, layer(registry_pull_secret="registry-pull-secret")
+    )["spec"]["components"]
     pod = worker["podTemplate"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H200"}
     assert pod["tolerations"] == [
@@ -83,7 +86,9 @@ def test_cluster_settings_apply_to_the_worker_and_the_mirror_to_both() -> None:
 
 
 def test_no_placement_or_pull_secret_by_default() -> None:
-    pod = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1]["podTemplate"]["spec"]
+    pod = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1][
+        "podTemplate"
+    ]["spec"]
     assert not {"nodeSelector", "tolerations", "imagePullSecrets"} & set(pod)
 
 
@@ -104,7 +109,13 @@ def test_download_job_uses_the_workers_image_selection_and_cache() -> None:
     assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
     assert container["image"] == worker["containers"][0]["image"]
     assert container["command"] == ["/bin/bash", "-lc", "download-to-cache"]
-    selection = {"NIM_MODEL_TYPE", "NIM_MODEL_SIZE", "NIM_PRECISION", "NIM_CACHE_PATH", "NGC_API_KEY"}
+    selection = {
+        "NIM_MODEL_TYPE",
+        "NIM_MODEL_SIZE",
+        "NIM_PRECISION",
+        "NIM_CACHE_PATH",
+        "NGC_API_KEY",
+    }
     assert {k: v for k, v in env_of(container).items() if k in selection} == {
         k: v for k, v in env_of(worker["containers"][0]).items() if k in selection
     }
@@ -115,9 +126,9 @@ def test_download_job_uses_the_workers_image_selection_and_cache() -> None:
 
 def test_download_job_without_gpu_requests_none() -> None:
     s = settings("dev", modelDownloadGpus=0)
-    container = layer_manifests.model_download_job(s, SharedLayer.from_settings(s))["spec"]["template"]["spec"][
-        "containers"
-    ][0]
+    container = layer_manifests.model_download_job(s, SharedLayer.from_settings(s))["spec"][
+        "template"
+    ]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in container["resources"]["limits"]
 
 

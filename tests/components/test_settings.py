@@ -10,7 +10,9 @@ from tools.offline import cli_config, example_site_for
 P = "cosmos3-nano-reasoner"
 
 
-def parse(stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any) -> StackSettings:
+def parse(
+    stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any
+) -> StackSettings:
     raw = cli_config(stack, example_site_for(stack) | overrides)
     secrets = {"ngcApiKey": "nvapi-x"} if secrets is None else secrets
     raw |= {f"{P}:{key}": value for key, value in secrets.items()}
@@ -40,8 +42,16 @@ def test_secret_values_never_enter_the_settings() -> None:
     ("overrides", "key", "fix"),
     [
         ({"profile": "round-robbin"}, "profile", "round-robin"),
-        ({"sessionAffinityTtlSeconds": 0}, "sessionAffinityTtlSeconds", "greater than or equal to 1"),
-        ({"sessionAffinityTtlSeconds": 31_536_001}, "sessionAffinityTtlSeconds", "less than or equal"),
+        (
+            {"sessionAffinityTtlSeconds": 0},
+            "sessionAffinityTtlSeconds",
+            "greater than or equal to 1",
+        ),
+        (
+            {"sessionAffinityTtlSeconds": 31_536_001},
+            "sessionAffinityTtlSeconds",
+            "less than or equal",
+        ),
         ({"workerReplicas": 0}, "workerReplicas", "greater than or equal to 1"),
         ({"namespace": "Cosmos_Dev"}, "namespace", "pattern"),
         ({"modelCacheSize": "lots"}, "modelCacheSize", "pattern"),
@@ -62,11 +72,15 @@ def test_each_bad_value_names_its_key(overrides: dict[str, Any], key: str, fix: 
 def test_storage_class_is_required_only_when_the_cache_is_created() -> None:
     message = refused("modelCacheStorageClass is required", modelCacheStorageClass="")
     assert "ReadWriteMany" in message and "modelCacheMode=existing" in message
-    assert parse(modelCacheStorageClass="", modelCacheMode="existing").model_cache_mode == "existing"
+    assert (
+        parse(modelCacheStorageClass="", modelCacheMode="existing").model_cache_mode == "existing"
+    )
 
 
 def test_registry_server_without_credentials_is_refused() -> None:
-    refused(f"{P}:registryServer is set without {P}:registryUsername", registryServer="mirror.example")
+    refused(
+        f"{P}:registryServer is set without {P}:registryUsername", registryServer="mirror.example"
+    )
 
 
 def test_registry_password_is_required_with_a_mirror() -> None:
@@ -99,10 +113,18 @@ def test_other_namespaces_are_not_this_programs_business() -> None:
 
 
 def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
-    message = refused(f"{P}:modelCacheStorageClass set on a stack", stack="round-robin", secrets={},
-                      modelCacheStorageClass="other")
+    message = refused(
+        f"{P}:modelCacheStorageClass set on a stack",
+        stack="round-robin",
+        secrets={},
+        modelCacheStorageClass="other",
+    )
     assert "shared stack" in message
-    refused("secrets are set on a stack that reads them", stack="round-robin", secrets={"ngcApiKey": "k"})
+    refused(
+        "secrets are set on a stack that reads them",
+        stack="round-robin",
+        secrets={"ngcApiKey": "k"},
+    )
 
 
 def test_all_problems_are_reported_at_once() -> None:

@@ -1,0 +1,15 @@
+"""Entry point the Pulumi CLI runs for `--policy-pack policy` (as `python policy/`).
+
+Constructing the PolicyPack starts the analyzer's gRPC server and blocks, so it happens only
+here; tests import `policy.rules` instead. The CLI puts this directory first on sys.path, hence
+the top-level import of `rules`.
+"""
+
+from pulumi_policy import EnforcementLevel, PolicyPack
+from rules import POLICIES
+
+PolicyPack(
+    name="cosmos3-nano-reasoner-guardrails",
+    enforcement_level=EnforcementLevel.MANDATORY,
+    policies=POLICIES,
+)

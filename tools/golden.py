@@ -1,0 +1,105 @@
+"""Golden manifests: what each shipped stack deploys, committed under `manifests/<stack>/`.
+
+Why: a reviewer sees in the pull request's diff exactly which Kubernetes objects and stack outputs a
+change alters, without a cluster or the Pulumi CLI, and the test suite fails when the program's
+output drifts from what is committed. They are the offline render (`tools.render`) of each shipped
+stack with the example site values (`--example-site`), secrets masked.
+
+    python -m tools.golden --check     # exit 1 and a unified diff when a stack drifted
+    python -m tools.golden --update    # regenerate after an intended change, then commit
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pulumi
+
+from tools.offline import ROOT, SHIPPED_STACKS, example_site_for
+from tools.render import render_stack, write_render
+
+MANIFESTS = ROOT / "manifests"
+OUTPUTS_FILE = "outputs.json"
+
+
+def example_render(stack: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A shipped stack's objects and outputs, rendered with the example site values."""
+    try:
+        return render_stack(stack, example_site_for(stack))
+    finally:
+        pulumi.runtime.reset_options()  # the next stack starts from a clean Pulumi runtime
+
+
+def rendered_files(stack: str) -> dict[str, str]:
+    """The files `--update` would write for `stack`, by name."""
+    objects, outputs = example_render(stack)
+    with tempfile.TemporaryDirectory() as scratch:
+        return {
+            path.name: path.read_text() for path in write_render(Path(scratch), objects, outputs)
+        }
+
+
+def committed_files(stack: str) -> dict[str, str]:
+    directory = MANIFESTS / stack
+    paths = [*directory.glob("*.yaml"), directory / OUTPUTS_FILE]
+    return {path.name: path.read_text() for path in paths if path.is_file()}
+
+
+def drift(stack: str) -> str:
+    """A unified diff from the committed files to a fresh render; empty when they match."""
+    committed, rendered = committed_files(stack), rendered_files(stack)
+    chunks: list[str] = []
+    for name in sorted(committed.keys() | rendered.keys()):
+        before, after = committed.get(name, ""), rendered.get(name, "")
+        if before == after:
+            continue
+        old = f"manifests/{stack}/{name} (committed)" if name in committed else "/dev/null"
+        new = f"manifests/{stack}/{name} (rendered now)" if name in rendered else "/dev/null"
+        lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
+        chunks += difflib.unified_diff(*lines, fromfile=old, tofile=new)
+    return "".join(chunks)
+
+
+def update(stack: str) -> list[Path]:
+    objects, outputs = example_render(stack)
+    return write_render(MANIFESTS / stack, objects, outputs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.golden", description=__doc__.split("\n\n")[0]
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument(
+        "--check", action="store_true", help="diff the committed manifests against a fresh render"
+    )
+    mode.add_argument(
+        "--update", action="store_true", help="rewrite manifests/<stack>/ from a fresh render"
+    )
+    parser.add_argument(
+        "--stack", action="append", choices=SHIPPED_STACKS, help="default: every shipped stack"
+    )
+    args = parser.parse_args(argv)
+    stacks = args.stack or list(SHIPPED_STACKS)
+    if args.update:
+        for stack in stacks:
+            print(f"{stack}: {len(update(stack))} files written to manifests/{stack}/")
+        return 0
+    diffs = {stack: drift(stack) for stack in stacks}
+    for stack, diff in diffs.items():
+        print(diff if diff else f"{stack}: matches manifests/{stack}/", end="" if diff else "\n")
+    if any(diffs.values()):
+        print(
+            "golden manifests drifted: review the diff, then run `python -m tools.golden --update`"
+        )
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
