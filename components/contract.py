@@ -56,6 +56,11 @@ class StackOutputs(BaseModel):
             )
         return self
 
+    @classmethod
+    def keys(cls) -> tuple[str, ...]:
+        """The exported key of every field, in contract order."""
+        return tuple(field.alias or name for name, field in cls.model_fields.items())
+
     def to_json_dict(self) -> dict[str, object]:
         """The contract as exported: camelCase keys, plain JSON values."""
         return self.model_dump(mode="json", by_alias=True)

@@ -36,6 +36,15 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
     )
 
 
+LAYER_OUTPUT_KEYS = (
+    "namespace",
+    "modelCacheClaim",
+    "modelCacheStorageClass",
+    "ngcSecret",
+    "registryPullSecret",
+)
+
+
 def layer_outputs(settings: StackSettings, layer: SharedLayer) -> dict[str, object]:
     """What a stack that owns the layer exports, for profile stacks to read by StackReference.
 

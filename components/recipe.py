@@ -46,8 +46,8 @@ class Recipe(pulumi.ComponentResource):
             layer_plain, ready = self._create_layer(name, settings, secrets)
             layer = pulumi.Output.from_input(layer_plain)
             exported = _keyed(
-                layer.apply(lambda l: outputs.layer_outputs(settings, l)),
-                _layer_output_keys(),
+                layer.apply(lambda resolved: outputs.layer_outputs(settings, resolved)),
+                outputs.LAYER_OUTPUT_KEYS,
             )
         if settings.deploy_graph:
             GraphDeployment(
@@ -57,8 +57,10 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            contract = layer.apply(lambda l: outputs.graph_outputs(settings, l).to_json_dict())
-            exported |= _keyed(contract, tuple(_contract_keys()))
+            contract = layer.apply(
+                lambda resolved: outputs.graph_outputs(settings, resolved).to_json_dict()
+            )
+            exported |= _keyed(contract, StackOutputs.keys())
         self.outputs = exported
         self.register_outputs(exported)
 
@@ -131,17 +133,3 @@ def _keyed(
     values: pulumi.Output[dict[str, Any]], keys: tuple[str, ...]
 ) -> dict[str, pulumi.Output[Any]]:
     return {key: values.apply(itemgetter(key)) for key in keys}
-
-
-def _layer_output_keys() -> tuple[str, ...]:
-    return (
-        "namespace",
-        "modelCacheClaim",
-        "modelCacheStorageClass",
-        "ngcSecret",
-        "registryPullSecret",
-    )
-
-
-def _contract_keys() -> list[str]:
-    return [field.alias or name for name, field in StackOutputs.model_fields.items()]

@@ -146,3 +146,12 @@ def test_docker_config_json_matches_kubectl_create_secret_docker_registry() -> N
     entry = config["auths"]["mirror.example:5000"]
     assert entry["username"] == "robot" and entry["password"] == "pa:ss"
     assert base64.b64decode(entry["auth"]).decode() == "robot:pa:ss"
+
+
+def test_layer_outputs_export_exactly_the_declared_keys() -> None:
+    from components import outputs
+
+    s = settings("dev")
+    assert (
+        tuple(outputs.layer_outputs(s, SharedLayer.from_settings(s))) == outputs.LAYER_OUTPUT_KEYS
+    )
