@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STACK ?= dev
 
-.PHONY: venv test render clean
+.PHONY: venv test render policy-venv clean
 
 # The Pulumi program's environment: every package pinned in requirements.txt.
 $(VENV)/.installed: requirements.txt
@@ -21,6 +21,11 @@ test: venv
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
 render: venv
 	$(PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
+
+# The policy pack's own virtualenv, which `pulumi preview --policy-pack policy` runs it in.
+policy-venv:
+	$(PYTHON) -m venv policy/venv
+	policy/venv/bin/pip install --quiet --disable-pip-version-check -r policy/requirements.txt
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache
