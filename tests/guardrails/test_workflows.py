@@ -1,4 +1,4 @@
-"""The GitHub workflows: actionlint-clean, and wired the way docs/guardrails.md describes."""
+"""The GitHub workflows: actionlint-clean, and wired the way README.md (Guardrails) describes."""
 
 from __future__ import annotations
 
