@@ -18,7 +18,8 @@ import json
 import sys
 from pathlib import Path
 
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+# Installed in the Dynamo venv only (this script runs there), hence no stubs for mypy here.
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
 from stages.standin import vocabulary
 
@@ -119,8 +120,14 @@ def tokenizer_config() -> dict[str, object]:
         "add_bos_token": False,
         "chat_template": CHAT_TEMPLATE,
         "added_tokens_decoder": {
-            str(i): {"content": t, "special": True, "lstrip": False, "rstrip": False,
-                     "normalized": False, "single_word": False}
+            str(i): {
+                "content": t,
+                "special": True,
+                "lstrip": False,
+                "rstrip": False,
+                "normalized": False,
+                "single_word": False,
+            }
             for i, t in enumerate(SPECIAL_TOKENS)
         },
     }

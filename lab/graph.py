@@ -1,0 +1,280 @@
+"""The lab graph: one real Dynamo frontend and N mock-engine workers on loopback.
+
+The frontend gets exactly the routing arguments the cluster's DynamoGraphDeployment gets
+(`components.routing.frontend_args`), so the lab exercises the cluster's routing. The workers are
+`dynamo.mocker` processes: Dynamo's mock engine, which simulates prefill/decode timing and a
+prefix (KV) cache on the CPU instead of running a model on GPUs.
+
+One process per worker, like one pod per worker on the cluster: each has its own runtime and its
+own /metrics port, so per-worker request counters can confirm the routing independently of the
+frontend. (`--num-workers N` in one process would save ~0.6 GiB but share one runtime.)
+
+No etcd and no NATS: discovery through files (DYN_FILE_KV), requests over TCP, events over ZMQ.
+HOME, TMPDIR and the discovery directory are confined to the run directory, because Dynamo writes
+model cards under ~/.cache and temporary files under /tmp.
+
+    with LabGraph(GraphSpec(routing=routing_for("session-affinity", 300)), run_dir) as graph:
+        outputs = graph.outputs   # the stack-output contract, also written to outputs.json
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+import requests
+
+from components.contract import StackOutputs
+from components.routing import Routing, frontend_args
+from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall
+from lab.processes import GroupProcess, groups_rss_bytes, start_group_process
+
+LOOPBACK = "127.0.0.1"
+DEFAULT_WORKERS = 8
+DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
+POLL_SECONDS = 0.25
+SYSTEM_PORT_RANGE = (20000, 32768)
+GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
+
+# Python variables that would let the main venv leak into the Dynamo venv's interpreter.
+_INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+
+
+class LabGraphError(RuntimeError):
+    """The graph did not come up; the message carries the tail of the process logs."""
+
+
+@dataclass(frozen=True)
+class GraphSpec:
+    routing: Routing
+    workers: int = DEFAULT_WORKERS
+    install: LabInstall = field(default_factory=LabInstall)
+    mocker_args: tuple[str, ...] = ()
+    startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
+
+    def __post_init__(self) -> None:
+        if self.workers < 1:
+            raise ValueError(f"the lab needs at least one worker, got {self.workers}")
+
+    @property
+    def graph_name(self) -> str:
+        return f"{GRAPH_NAME_PREFIX}-{self.routing.profile.value}"
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def free_low_port(taken: set[int]) -> int:
+    """A free loopback port below 32768, for DYN_SYSTEM_PORT.
+
+    Dynamo 1.6.1 parses DYN_SYSTEM_PORT as a signed 16-bit number, and the OS hands out ports from
+    32768 upwards, so the worker metrics ports are probed in a lower range instead.
+    """
+    for candidate in random.sample(range(*SYSTEM_PORT_RANGE), k=200):
+        if candidate in taken:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind((LOOPBACK, candidate))
+            except OSError:
+                continue
+        taken.add(candidate)
+        return candidate
+    raise LabGraphError(f"no free loopback port in {SYSTEM_PORT_RANGE}")
+
+
+def dynamo_environment(run_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """Environment shared by the frontend and the workers: loopback only, state in `run_dir`."""
+    env = {k: v for k, v in base.items() if k not in _INHERITED_PYTHON_VARIABLES}
+    env.update(
+        DYN_DISCOVERY_BACKEND="file",
+        DYN_FILE_KV=str(run_dir / "discovery"),
+        DYN_REQUEST_PLANE="tcp",
+        DYN_EVENT_PLANE="zmq",
+        DYN_TCP_RPC_HOST=LOOPBACK,
+        DYN_TCP_RESPONSE_STREAM_HOST=LOOPBACK,
+        DYN_EVENT_PLANE_HOST=LOOPBACK,
+        DYN_SYSTEM_HOST=LOOPBACK,
+        DYN_SELF_HOST_METADATA="0",
+        HF_HUB_OFFLINE="1",
+        HOME=str(run_dir / "home"),
+        TMPDIR=str(run_dir / "tmp"),
+    )
+    return env
+
+
+def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs:
+    """The stack-output contract for a lab graph, shaped like a cluster stack's outputs."""
+    url = f"http://{LOOPBACK}:{port}"
+    return StackOutputs(
+        target="lab",
+        namespace="lab",
+        profile=spec.routing.profile,
+        graph_name=spec.graph_name,
+        frontend_service="lab-frontend",
+        frontend_port=port,
+        frontend_url=url,
+        models_url=f"{url}/v1/models",
+        served_model=MODEL_NAME,
+        session_affinity_ttl_seconds=spec.routing.affinity_ttl_seconds,
+        session_header=spec.routing.session_header,
+        worker_replicas=spec.workers,
+        model_cache_claim=None,
+        port_forward_command=None,
+    )
+
+
+class LabGraph:
+    """Context manager: start the graph, wait until it serves, stop every process on exit."""
+
+    def __init__(self, spec: GraphSpec, run_dir: Path) -> None:
+        self.spec = spec
+        self.run_dir = run_dir.resolve()
+        self.processes: list[GroupProcess] = []
+        self.worker_metrics_urls: list[str] = []
+        self._metrics_ports: set[int] = set()
+        self.frontend_port = 0
+        self.outputs_path = self.run_dir / "outputs.json"
+        self._outputs: StackOutputs | None = None
+
+    @property
+    def outputs(self) -> StackOutputs:
+        if self._outputs is None:
+            raise RuntimeError("the lab graph is not running")
+        return self._outputs
+
+    @property
+    def pgids(self) -> list[int]:
+        return [process.pgid for process in self.processes]
+
+    def rss_bytes(self) -> int:
+        """Resident memory of the frontend and all workers right now."""
+        return groups_rss_bytes(self.pgids)
+
+    def __enter__(self) -> Self:
+        try:
+            self.start()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        self.spec.install.require()
+        # A run directory may be reused: registrations left by an earlier, killed graph would
+        # count as workers of this one.
+        for stale in ("discovery", "tmp"):
+            shutil.rmtree(self.run_dir / stale, ignore_errors=True)
+        for sub in ("discovery", "home", "tmp", "logs"):
+            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+        env = dynamo_environment(self.run_dir, os.environ)
+        self.frontend_port = free_port()
+        self._start_frontend(env)
+        for index in range(self.spec.workers):
+            self._start_worker(index, env)
+        self._wait_until_serving()
+        self._outputs = lab_outputs(self.spec, self.frontend_port)
+        self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
+
+    def stop(self) -> None:
+        """Stop every process by its process group id: all asked at once, then each awaited."""
+        for process in self.processes:
+            process.request_stop()
+        for process in reversed(self.processes):
+            process.stop()
+        self._outputs = None
+
+    def _start_frontend(self, env: dict[str, str]) -> None:
+        argv = [str(self.spec.install.dynamo_python), "-m", "dynamo.frontend"]
+        argv += frontend_args(self.spec.routing)
+        frontend_env = env | {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(self.frontend_port)}
+        self._spawn("frontend", argv, frontend_env)
+
+    def _start_worker(self, index: int, env: dict[str, str]) -> None:
+        metrics_port = free_low_port(self._metrics_ports)
+        argv = [
+            str(self.spec.install.dynamo_python), "-m", "dynamo.mocker",
+            "--model-path", str(self.spec.install.model_dir),
+            "--model-name", MODEL_NAME,
+            *self.spec.mocker_args,
+        ]  # fmt: skip
+        self._spawn(f"worker-{index}", argv, env | {"DYN_SYSTEM_PORT": str(metrics_port)})
+        self.worker_metrics_urls.append(f"http://{LOOPBACK}:{metrics_port}/metrics")
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
+        log_path = self.run_dir / "logs" / f"{name}.log"
+        self.processes.append(start_group_process(name, argv, env, log_path, cwd=REPO_ROOT))
+
+    def _wait_until_serving(self) -> None:
+        """Until /v1/models lists the model and /health lists all N workers' generate endpoints."""
+        base = f"http://{LOOPBACK}:{self.frontend_port}"
+        deadline = time.monotonic() + self.spec.startup_timeout_seconds
+        state = "no answer from the frontend yet"
+        while time.monotonic() < deadline:
+            self._fail_if_a_process_exited()
+            try:
+                models = requests.get(f"{base}/v1/models", timeout=2).json()
+                health = requests.get(f"{base}/health", timeout=2).json()
+            except (requests.RequestException, ValueError) as error:
+                state = f"frontend not answering ({type(error).__name__})"
+            else:
+                listed = MODEL_NAME in {m.get("id") for m in models.get("data", [])}
+                workers = registered_workers(health)
+                if listed and workers == self.spec.workers:
+                    return
+                state = f"model listed: {listed}, workers registered: {workers}/{self.spec.workers}"
+            time.sleep(POLL_SECONDS)
+        raise LabGraphError(
+            f"lab graph not ready after {self.spec.startup_timeout_seconds:.0f} s ({state})\n"
+            + self._log_tails()
+        )
+
+    def _fail_if_a_process_exited(self) -> None:
+        exited = [p for p in self.processes if p.exit_code() is not None]
+        if exited:
+            names = ", ".join(f"{p.name} (exit {p.exit_code()})" for p in exited)
+            raise LabGraphError(
+                f"lab process exited during start-up: {names}\n" + self._log_tails()
+            )
+
+    def _log_tails(self) -> str:
+        # The frontend and the first crashed worker (else the first worker) tell the story.
+        workers = self.processes[1:]
+        crashed = [p for p in workers if p.exit_code() is not None]
+        shown = self.processes[:1] + (crashed or workers)[:1]
+        return "\n".join(f"---- {p.log_path} ----\n{p.log_tail(15)}" for p in shown)
+
+
+def registered_workers(health: Mapping[str, object]) -> int:
+    """Distinct workers that registered a `generate` endpoint, from the frontend's /health."""
+    instances = health.get("instances", [])
+    if not isinstance(instances, list):
+        return 0
+    return len(
+        {
+            i.get("instance_id")
+            for i in instances
+            if isinstance(i, dict) and i.get("endpoint") == "generate"
+        }
+    )

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Install the local lab into .lab/ (gitignored), reproducibly and idempotently:
+#   .lab/dynamo-venv  Dynamo 1.6.1 (frontend + mock engine), from lab/requirements-dynamo.lock
+#   .lab/aiperf-venv  AIPerf 0.13.0 (benchmark client), from lab/requirements-aiperf.lock
+#   .lab/model        a tiny tokenizer model, built offline by lab/tiny_model.py
+# Both venvs are separate from the project's .venv, which this script never touches: Dynamo pins
+# pydantic<=2.13.5 and kubernetes<33, AIPerf pins its own stack. A venv whose stamp matches its lock
+# file is left alone, so a second run takes a second or two.
+# Usage: bash lab/setup.sh        (PYTHON=python3.11 bash lab/setup.sh to choose the interpreter)
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+LAB_HOME="${LAB_HOME:-.lab}"
+LOG_DIR="$LAB_HOME/logs"
+mkdir -p "$LOG_DIR"
+
+fail() {
+  echo "lab setup FAILED: $*" >&2
+  exit 1
+}
+
+# Print the last lines of a log and fail.
+fail_with_log() {
+  local log="$1"
+  shift
+  echo "---- last lines of $log ----" >&2
+  tail -n 30 "$log" >&2 || true
+  fail "$*"
+}
+
+stamp_of() {
+  # The content a venv's stamp must hold: the lock's hash and the interpreter version.
+  echo "$(sha256sum "$1" | cut -d' ' -f1) $("$PYTHON" -c 'import sys; print(sys.version.split()[0])')"
+}
+
+# install_venv NAME LOCK EXPECTED_PIP_CHECK
+# Recreates .lab/NAME from scratch unless its stamp matches, installs the lock without dependency
+# resolution (the lock is the complete set), and compares `pip check` with what is expected.
+install_venv() {
+  local name="$1" lock="$2" expected_check="$3"
+  local venv="$LAB_HOME/$name" log="$LOG_DIR/$name.log" stamp
+  stamp="$(stamp_of "$lock")"
+  if [[ -f "$venv/.installed" && "$(cat "$venv/.installed")" == "$stamp" ]]; then
+    echo "lab setup: $name is up to date"
+    return
+  fi
+  echo "lab setup: installing $name from $lock (log: $log)"
+  rm -rf "$venv"
+  "$PYTHON" -m venv "$venv" >"$log" 2>&1 || fail_with_log "$log" "could not create $venv with $PYTHON"
+  "$venv/bin/python" -m pip install --disable-pip-version-check --no-input --no-deps \
+    -r "$lock" >>"$log" 2>&1 || fail_with_log "$log" "pip could not install $lock into $venv"
+  local check
+  check="$("$venv/bin/python" -m pip check 2>&1 || true)"
+  if [[ "$check" != "$expected_check" ]]; then
+    echo "$check" >&2
+    fail "pip check in $venv reports unexpected problems (expected: '$expected_check')"
+  fi
+  echo "$stamp" >"$venv/.installed"
+}
+
+build_model() {
+  local model="$LAB_HOME/model" log="$LOG_DIR/model.log" stamp
+  stamp="$(cat lab/tiny_model.py stages/standin.py lab/requirements-dynamo.lock | sha256sum | cut -d' ' -f1)"
+  if [[ -f "$model/.built" && "$(cat "$model/.built")" == "$stamp" ]]; then
+    echo "lab setup: tiny model is up to date"
+    return
+  fi
+  echo "lab setup: building the tiny model into $model"
+  rm -rf "$model"
+  # -I would drop the repository from sys.path; run from the root so `stages.standin` imports.
+  HF_HUB_OFFLINE=1 "$LAB_HOME/dynamo-venv/bin/python" -m lab.tiny_model --out "$model" >"$log" 2>&1 \
+    || fail_with_log "$log" "could not build the tiny model"
+  echo "$stamp" >"$model/.built"
+}
+
+"$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 10))' \
+  || fail "$PYTHON is $("$PYTHON" --version 2>&1); the lab needs Python 3.10 or newer"
+
+# ai-dynamo 1.6.1 declares a dependency on aisimulate, a placeholder on PyPI that cannot install
+# here; the frontend and mock engine never import it, so it is the one known pip check finding.
+install_venv dynamo-venv lab/requirements-dynamo.lock \
+  "ai-dynamo 1.6.1 requires aisimulate, which is not installed."
+install_venv aiperf-venv lab/requirements-aiperf.lock "No broken requirements found."
+build_model
+echo "lab setup: ready ($LAB_HOME)"

@@ -1,0 +1,35 @@
+"""`python -m lab`: help, and a clear failure when the lab is not installed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_lab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lab", *args],
+        cwd=REPO, capture_output=True, text=True, timeout=60, env=env, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["ab", "up"])
+def test_every_command_has_help(command: str) -> None:
+    result = run_lab(command, "--help")
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: python -m lab {command}")
+
+
+def test_ab_without_the_lab_installed_says_how_to_install_it(tmp_path: Path) -> None:
+    result = run_lab("ab", "--out", str(tmp_path), env=os.environ | {"LAB_HOME": str(tmp_path)})
+
+    assert result.returncode == 1
+    assert "lab ab FAILED: the lab is not installed" in result.stderr
+    assert "bash lab/setup.sh" in result.stderr

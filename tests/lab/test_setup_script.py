@@ -1,0 +1,50 @@
+"""lab/setup.sh: fails loudly, and is quick and idempotent once the lab is installed."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from lab.environment import LabInstall
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_setup(**env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "lab/setup.sh"], cwd=REPO, capture_output=True, text=True, timeout=900,
+        env=os.environ | env, check=False,
+    )  # fmt: skip
+
+
+def test_an_unusable_python_fails_with_a_clear_message(tmp_path: Path) -> None:
+    result = run_setup(PYTHON=str(tmp_path / "no-such-python"), LAB_HOME=str(tmp_path / "lab"))
+
+    assert result.returncode != 0
+    assert "lab setup FAILED" in result.stderr
+    assert not (tmp_path / "lab" / "dynamo-venv").exists()
+
+
+def test_the_locks_pin_every_package_exactly() -> None:
+    for lock in ("lab/requirements-dynamo.lock", "lab/requirements-aiperf.lock"):
+        lines = (REPO / lock).read_text().splitlines()
+        pins = [line for line in lines if line and not line.startswith("#")]
+        assert pins and all("==" in pin and ";" not in pin for pin in pins), lock
+    dynamo = (REPO / "lab/requirements-dynamo.lock").read_text()
+    assert "ai-dynamo==1.6.1" in dynamo and "ai-dynamo-runtime==1.6.1" in dynamo
+    assert "aiperf==0.13.0" in (REPO / "lab/requirements-aiperf.lock").read_text()
+
+
+@pytest.mark.lab
+def test_a_second_run_changes_nothing(lab_install: LabInstall) -> None:
+    stamps = [lab_install.dynamo_venv / ".installed", lab_install.aiperf_venv / ".installed"]
+    before = [path.stat().st_mtime for path in stamps]
+
+    result = run_setup()
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.count("is up to date") == 3
+    assert [path.stat().st_mtime for path in stamps] == before

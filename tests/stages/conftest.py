@@ -1,0 +1,66 @@
+"""Fixtures for the stage tests. Tests marked `lab` (marker declared in pyproject.toml) start real
+Dynamo processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.contract import StackOutputs
+from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
+from lab.environment import LabInstall
+from lab.graph import GraphSpec, LabGraph
+
+
+@pytest.fixture
+def lab_install() -> LabInstall:
+    install = LabInstall()
+    missing = install.missing()
+    if missing:
+        pytest.skip("lab not installed (run bash lab/setup.sh): missing " + ", ".join(missing))
+    return install
+
+
+@pytest.fixture
+def start_graph(lab_install: LabInstall, tmp_path: Path) -> Iterator[Callable[..., LabGraph]]:
+    """Start lab graphs inside a test; every graph is stopped when the test ends, pass or fail."""
+    graphs: list[LabGraph] = []
+
+    def start(profile: RoutingProfile, workers: int = 2, **spec_fields: Any) -> LabGraph:
+        routing = routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS)
+        spec = GraphSpec(routing=routing, workers=workers, install=lab_install, **spec_fields)
+        graph = LabGraph(spec, tmp_path / f"graph-{len(graphs)}-{profile.value}")
+        graphs.append(graph)
+        return graph.__enter__()
+
+    yield start
+    for graph in graphs:
+        graph.stop()
+
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def aiperf_export() -> dict[str, Any]:
+    """A real AIPerf 0.13.0 export: session affinity, concurrency 2, 3 videos x 3 questions,
+    8 output tokens, 4 mock workers (captured from `python -m lab ab` with a tiny workload)."""
+    export: dict[str, Any] = json.loads((FIXTURES / "aiperf-session-affinity-c2.json").read_text())
+    return export
+
+
+def lab_outputs_for(profile: RoutingProfile, port: int = 8000) -> StackOutputs:
+    """Stack outputs as a lab graph writes them, without starting one."""
+    from lab.graph import lab_outputs
+
+    spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=8)
+    return lab_outputs(spec, port)
+
+
+@pytest.fixture(params=list(RoutingProfile), ids=lambda p: p.value)
+def any_outputs(request: pytest.FixtureRequest) -> StackOutputs:
+    return lab_outputs_for(request.param)

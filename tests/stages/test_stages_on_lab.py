@@ -1,0 +1,91 @@
+"""The smoke and perf stages against a real lab graph (marker `lab`)."""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from components.routing import RoutingProfile
+from lab.environment import LabInstall
+from lab.graph import LabGraph
+from stages.perf import LocalAIPerf, run_perf
+from stages.results import ProfileResults
+from stages.workload import LAB_WORKLOAD
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[2]
+StartGraph = Callable[..., LabGraph]
+
+TINY = LAB_WORKLOAD.model_copy(
+    update={
+        "videos": 2, "questions": 3, "output_tokens": 8, "concurrencies": (2,),
+        "prefix_tokens": 256, "turn_jitter_ms": 0,
+    }
+)  # fmt: skip
+
+
+def test_smoke_stage_passes_against_the_lab(start_graph: StartGraph) -> None:
+    graph = start_graph(RoutingProfile.ROUND_ROBIN, workers=2)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "stages", "smoke", "--outputs", str(graph.outputs_path)],
+        cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    last_line = result.stdout.strip().splitlines()[-1]
+    assert last_line.startswith("Smoke test passed: ")
+    assert last_line.removeprefix("Smoke test passed: ").strip()
+
+
+def test_smoke_stage_reads_outputs_from_stdin(start_graph: StartGraph) -> None:
+    graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=1)
+
+    result = subprocess.run(
+        [sys.executable, "-m", "stages", "smoke", "--outputs", "-"],
+        input=graph.outputs_path.read_text(), cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines()[-1].startswith("Smoke test passed: ")
+
+
+def test_smoke_stage_fails_with_a_reason_when_the_frontend_is_gone(start_graph: StartGraph) -> None:
+    graph = start_graph(RoutingProfile.ROUND_ROBIN, workers=1)
+    outputs_file = graph.outputs_path
+    graph.stop()
+
+    result = subprocess.run(
+        [sys.executable, "-m", "stages", "smoke", "--outputs", str(outputs_file), "--wait-seconds", "2"],
+        cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
+    )  # fmt: skip
+
+    assert result.returncode == 1
+    assert "smoke test FAILED" in result.stderr and "did not list tiny-llama" in result.stderr
+    assert "Smoke test passed" not in result.stdout
+
+
+def test_perf_stage_parses_a_real_aiperf_sweep(
+    start_graph: StartGraph, lab_install: LabInstall, tmp_path: Path
+) -> None:
+    graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=2)
+    progress = io.StringIO()
+
+    results = run_perf(
+        graph.outputs, TINY, tmp_path / "perf", LocalAIPerf.for_lab(), stream=progress
+    )
+
+    (level,) = results.levels
+    assert (level.concurrency, level.request_count, level.error_count) == (2, 6, 0)
+    assert level.output_tokens_mean == 8
+    assert level.requests_per_second > 0 and level.ttft_p50_ms > 0
+    # With affinity, each video's second and third questions find its prefix cached.
+    assert level.cached_prompt_tokens >= 2 * 2 * 192
+    assert ProfileResults.load(tmp_path / "perf" / "results.json") == results
+    assert (tmp_path / "perf" / "c2" / "aiperf" / "profile_export_aiperf.json").is_file()
+    assert "concurrency 2 done" in progress.getvalue()
