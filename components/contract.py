@@ -38,6 +38,9 @@ class StackOutputs(BaseModel):
     worker_replicas: int
     model_cache_claim: str | None
     port_forward_command: str | None
+    kube_context: str | None = Field(
+        default=None, description="kubeconfig context of the cluster; None for the lab."
+    )
     target: Literal["cluster", "lab"] = "cluster"
 
     @model_validator(mode="after")

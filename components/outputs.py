@@ -32,6 +32,7 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
             f"kubectl --context {settings.kube_context} -n {layer.namespace} "
             f"port-forward service/{service} {port}:{port}"
         ),
+        kube_context=settings.kube_context,
         target="cluster",
     )
 

@@ -179,6 +179,7 @@ def test_graph_stacks_export_the_stage_contract(run_stack: RunStack, stack: str)
         "modelCacheClaim": "shared-model-cache",
         "portForwardCommand": f"kubectl --context h200-cluster -n {namespace} port-forward "
         f"service/{service} 8000:8000",
+        "kubeContext": "h200-cluster",
         "target": "cluster",
     }
 

@@ -72,6 +72,7 @@ def test_lab_outputs_follow_the_contract() -> None:
         "workerReplicas": 3,
         "modelCacheClaim": None,
         "portForwardCommand": None,
+        "kubeContext": None,
         "target": "lab",
     }
 
