@@ -78,9 +78,7 @@ FILES_FOLDER = "files"
 UNKNOWN_COMMIT = "unknown"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-Segment = Annotated[
-    str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
-]
+Segment = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")]
 """One key segment: a stack name, run id or prefix part (no `/`, no leading dot)."""
 
 
@@ -134,9 +132,7 @@ class RunRecord(BaseModel):
     stage: Stage
     created_at: datetime
     commit: str
-    outputs: dict[str, Any] = Field(
-        description="The StackOutputs JSON the stage ran against."
-    )
+    outputs: dict[str, Any] = Field(description="The StackOutputs JSON the stage ran against.")
     files: tuple[ArchivedFile, ...] = ()
 
     @field_validator("created_at")
@@ -236,9 +232,7 @@ class ArchiveLocation(BaseModel):
         prefix = prefix.strip("/")
         pattern = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
         if not all(pattern.fullmatch(part) for part in prefix.split("/")):
-            raise ValueError(
-                f"prefix {prefix!r} must be `/`-separated names like {DEFAULT_PREFIX}"
-            )
+            raise ValueError(f"prefix {prefix!r} must be `/`-separated names like {DEFAULT_PREFIX}")
         return prefix
 
 
@@ -254,9 +248,7 @@ def run_key_prefix(
 
 
 def _record_prefix(location: ArchiveLocation, record: RunRecord) -> str:
-    return run_key_prefix(
-        location, record.stack, record.profile, record.run_id, record.stage
-    )
+    return run_key_prefix(location, record.stack, record.profile, record.run_id, record.stage)
 
 
 def _manifest_key(location: ArchiveLocation, record: RunRecord) -> str:
@@ -322,9 +314,7 @@ class _Bucket:
 
     def exists(self, key: str) -> bool:
         with self._translated_errors("checking", key):
-            page = self.client.list_objects_v2(
-                Bucket=self.location.bucket, Prefix=key, MaxKeys=1
-            )
+            page = self.client.list_objects_v2(Bucket=self.location.bucket, Prefix=key, MaxKeys=1)
         return any(item["Key"] == key for item in page.get("Contents", []))
 
     def read(self, key: str) -> bytes:
@@ -379,13 +369,9 @@ class _Bucket:
                 "profile (AWS_PROFILE, --aws-profile), and that they may read and write this bucket"
             )
         if code in {"NoSuchKey", "404"}:
-            return RunNotFoundError(
-                f"{self.url(key)} does not exist at {self.endpoint}"
-            )
+            return RunNotFoundError(f"{self.url(key)} does not exist at {self.endpoint}")
         message = error.response.get("Error", {}).get("Message", "")
-        return ArchiveError(
-            f"{action} {self.url(key)} at {self.endpoint} failed: {code} {message}"
-        )
+        return ArchiveError(f"{action} {self.url(key)} at {self.endpoint} failed: {code} {message}")
 
 
 def _error_code(error: ClientError) -> str:
@@ -428,9 +414,7 @@ _SECRET_PATTERNS = {
     "an AWS access key id": re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     "an NGC API key": re.compile(rb"\bnvapi-[A-Za-z0-9_-]{20,}"),
 }
-_SECRET_VARIABLE = re.compile(
-    r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$"
-)
+_SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
 _MIN_SECRET_LENGTH = 8
 
 
@@ -444,16 +428,12 @@ def _result_files(directory: Path) -> list[tuple[str, Path]]:
         if path.is_file()
     )
     if not files:
-        raise ArchiveError(
-            f"result directory {directory} holds no files: nothing to archive"
-        )
+        raise ArchiveError(f"result directory {directory} holds no files: nothing to archive")
     return files
 
 
 def _describe(name: str, data: bytes) -> ArchivedFile:
-    return ArchivedFile(
-        name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest()
-    )
+    return ArchivedFile(name=name, size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
 
 def find_secret(data: bytes) -> str | None:
@@ -485,18 +465,14 @@ def _checked_files(directory: Path) -> list[tuple[ArchivedFile, Path]]:
 def _unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
     data = path.read_bytes()
     if _describe(entry.name, data) != entry:
-        raise ArchiveError(
-            f"{path} changed while it was being archived: archive it again"
-        )
+        raise ArchiveError(f"{path} changed while it was being archived: archive it again")
     return data
 
 
 # --- the stage's functions ------------------------------------------------------------
 
 
-def archive_run(
-    directory: Path, record: RunRecord, location: ArchiveLocation
-) -> RunRecord:
+def archive_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> RunRecord:
     """Upload every file below `directory` as one stage of one run, then its manifest.
 
     Returns the record as stored (with the file list). Raises ArchiveConflictError if any key of
@@ -509,9 +485,7 @@ def archive_run(
     if bucket.exists(manifest_key):
         raise bucket.conflict(manifest_key)
     for entry, path in checked:
-        bucket.put_new(
-            _file_key(location, stored, entry), _unchanged_bytes(entry, path)
-        )
+        bucket.put_new(_file_key(location, stored, entry), _unchanged_bytes(entry, path))
     bucket.put_new(manifest_key, stored.model_dump_json(indent=2).encode())
     return stored
 
@@ -528,9 +502,7 @@ def list_runs(
     if stack and profile:
         search += f"{profile}/"
     records = [
-        _read_record(bucket, key)
-        for key in bucket.keys(search)
-        if _is_manifest_key(location, key)
+        _read_record(bucket, key) for key in bucket.keys(search) if _is_manifest_key(location, key)
     ]
     wanted = [
         record
@@ -538,9 +510,7 @@ def list_runs(
         if (profile is None or record.profile == profile)
         and (stage is None or record.stage == stage)
     ]
-    return sorted(
-        wanted, key=lambda record: (record.created_at, record.run_id, record.stage)
-    )
+    return sorted(wanted, key=lambda record: (record.created_at, record.run_id, record.stage))
 
 
 def latest_run(
@@ -553,9 +523,7 @@ def latest_run(
     runs = list_runs(location, stack=stack, profile=profile, stage=stage)
     if not runs:
         which = " ".join(
-            f"{name}={value}"
-            for name, value in [("stack", stack), ("profile", profile)]
-            if value
+            f"{name}={value}" for name, value in [("stack", stack), ("profile", profile)] if value
         )
         raise RunNotFoundError(
             f"no archived {stage} run ({which or 'any stack or profile'}) in "
@@ -597,22 +565,16 @@ def download_run(
     )
 
 
-def download_record(
-    location: ArchiveLocation, record: RunRecord, dest_dir: Path
-) -> Path:
+def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path) -> Path:
     """Download the files a record lists, checked against its sizes and sha256 digests.
 
     Nothing is written unless every file matches, so a failed download leaves `dest_dir` as it
     was (it must be new or empty).
     """
     if dest_dir.exists() and any(dest_dir.iterdir()):
-        raise ArchiveError(
-            f"{dest_dir} is not empty: download a run into a new or empty directory"
-        )
+        raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
     bucket = _Bucket(location)
-    contents = [
-        (entry, _verified_read(bucket, record, entry)) for entry in record.files
-    ]
+    contents = [(entry, _verified_read(bucket, record, entry)) for entry in record.files]
     dest_dir.mkdir(parents=True, exist_ok=True)
     for entry, data in contents:
         target = dest_dir / entry.name
@@ -637,11 +599,7 @@ def _read_record(bucket: _Bucket, key: str) -> RunRecord:
     try:
         record = RunRecord.model_validate_json(text)
     except ValueError as error:
-        raise ArchiveError(
-            f"{bucket.url(key)} is not a valid run manifest:\n{error}"
-        ) from None
+        raise ArchiveError(f"{bucket.url(key)} is not a valid run manifest:\n{error}") from None
     if _manifest_key(bucket.location, record) != key:
-        raise ArchiveError(
-            f"{bucket.url(key)} describes another run ({record.describe()})"
-        )
+        raise ArchiveError(f"{bucket.url(key)} describes another run ({record.describe()})")
     return record

@@ -34,9 +34,7 @@ from stages.archive import (
 )
 
 PROG = "python -m stages.archive_cli"
-DESCRIPTION = (
-    "Store stage results in S3 by stack, profile and run; list and download them."
-)
+DESCRIPTION = "Store stage results in S3 by stack, profile and run; list and download them."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -81,20 +79,14 @@ def _store_options() -> argparse.ArgumentParser:
         "store (credentials only from the AWS environment or profile)"
     )
     group.add_argument("--bucket", required=True, help="S3 bucket of the archive")
-    group.add_argument(
-        "--prefix", default=DEFAULT_PREFIX, help="key prefix (default: %(default)s)"
-    )
+    group.add_argument("--prefix", default=DEFAULT_PREFIX, help="key prefix (default: %(default)s)")
     group.add_argument(
         "--endpoint-url",
         help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS)",
     )
-    group.add_argument(
-        "--region", help="region (default: the AWS environment or profile)"
-    )
+    group.add_argument("--region", help="region (default: the AWS environment or profile)")
     group.add_argument("--aws-profile", help="AWS profile (default: AWS_PROFILE)")
-    group.add_argument(
-        "--path-style", action="store_true", help="path-style bucket addressing"
-    )
+    group.add_argument("--path-style", action="store_true", help="path-style bucket addressing")
     return options
 
 
@@ -107,9 +99,7 @@ def _add_push_arguments(push: argparse.ArgumentParser) -> None:
         help="stack outputs JSON the stage ran against (`pulumi stack output --json`)",
     )
     push.add_argument("--stage", required=True, choices=[s.value for s in Stage])
-    push.add_argument(
-        "--dir", required=True, type=Path, help="result directory to store"
-    )
+    push.add_argument("--dir", required=True, type=Path, help="result directory to store")
     push.add_argument(
         "--run-id",
         help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)",
@@ -125,12 +115,8 @@ def _add_list_arguments(listing: argparse.ArgumentParser) -> None:
 
 def _add_pull_arguments(pull: argparse.ArgumentParser) -> None:
     pull.add_argument("--stack", required=True, help="Pulumi stack name (short form)")
-    pull.add_argument(
-        "--profile", required=True, choices=[p.value for p in RoutingProfile]
-    )
-    pull.add_argument(
-        "--stage", default=Stage.PERF.value, choices=[s.value for s in Stage]
-    )
+    pull.add_argument("--profile", required=True, choices=[p.value for p in RoutingProfile])
+    pull.add_argument("--stage", default=Stage.PERF.value, choices=[s.value for s in Stage])
     which = pull.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", help="the run to download")
     which.add_argument("--latest", action="store_true", help="the newest run")
@@ -194,13 +180,9 @@ def _pull(args: argparse.Namespace) -> None:
     if args.latest:
         record = latest_run(location, args.stack, args.profile, args.stage)
     else:
-        record = fetch_record(
-            location, args.stack, args.profile, args.run_id, args.stage
-        )
+        record = fetch_record(location, args.stack, args.profile, args.run_id, args.stage)
     directory = download_record(location, record, args.dest)
-    print(
-        f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}"
-    )
+    print(f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}")
 
 
 if __name__ == "__main__":

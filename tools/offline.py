@@ -44,12 +44,15 @@ def cli_value(value: Any) -> str:
     return str(value)
 
 
-def declared_config() -> dict[str, dict[str, Any]]:
-    return yaml.safe_load((ROOT / "Pulumi.yaml").read_text())["config"]
+def declared_config() -> dict[str, Any]:
+    """The `config:` block of Pulumi.yaml: declarations of this project, plain values of others."""
+    project: dict[str, Any] = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    return dict(project["config"])
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    return yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text()).get("config") or {}
+    stack_file: dict[str, Any] = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
+    return dict(stack_file.get("config") or {})
 
 
 def qualified(key: str) -> str:
@@ -175,7 +178,7 @@ class RecordingMocks(pulumi.runtime.Mocks):
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         if args.typ == "pulumi:pulumi:StackReference":
-            name = args.inputs.get("name") or args.resource_id
+            name = str(args.inputs.get("name") or args.resource_id)
             return name, {
                 "name": name,
                 "outputs": self.stack_outputs.get(name, {}),
@@ -188,8 +191,10 @@ class RecordingMocks(pulumi.runtime.Mocks):
             return args.resource_id, {"metadata": {"name": name, "namespace": namespace}}
         return f"{args.name}-id", dict(args.inputs)
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> dict[str, Any]:
-        return {}
+    def call(
+        self, args: pulumi.runtime.MockCallArgs
+    ) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
+        return {}, None
 
 
 class CapturingMonitor(MockMonitor):
@@ -200,7 +205,7 @@ class CapturingMonitor(MockMonitor):
         self.run = run
 
     def RegisterResource(self, request: Any) -> Any:
-        response = super().RegisterResource(request)
+        response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             raw = rpc.deserialize_properties(request.object, keep_unknowns=True)
             self.run.resources.append(
@@ -225,7 +230,7 @@ class CapturingMonitor(MockMonitor):
         return response
 
     def ReadResource(self, request: Any) -> Any:
-        response = super().ReadResource(request)
+        response = super().ReadResource(request)  # type: ignore[no-untyped-call]
         self.run.resources.append(
             Registered(
                 type=request.type,
@@ -267,7 +272,7 @@ def run_program(
         config[qualified(key)] = value
     pulumi.runtime.set_all_config(config, secret_keys=[qualified(key) for key in (secrets or {})])
 
-    @pulumi.runtime.test
+    @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> pulumi.Output[Any]:
         runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
         exported = pulumi.runtime.settings.get_root_resource().outputs  # type: ignore[union-attr]

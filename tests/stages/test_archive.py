@@ -78,9 +78,7 @@ def aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY)
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv(
-        "AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials")
-    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
 
 
@@ -137,9 +135,7 @@ def record_for(
 def make_results(directory: Path, marker: str = "first") -> Path:
     """A result directory like a perf stage's: nested exports, binary data, an empty file."""
     files = {
-        "summary.json": json.dumps(
-            {"marker": marker, "requestThroughput": 1.5}
-        ).encode(),
+        "summary.json": json.dumps({"marker": marker, "requestThroughput": 1.5}).encode(),
         "aiperf/concurrency-1/profile_export_aiperf.json": b'{"ttft": {"p50": 120.5}}',
         "aiperf/concurrency-16/profile_export.jsonl": b'{"request": 1}\n' * 500,
         "chart.png": bytes(range(256)) * 40,
@@ -176,9 +172,7 @@ def moto_auth(endpoint: str) -> Iterator[dict[str, str]]:
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}],
     }
-    iam.put_user_policy(
-        UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy)
-    )
+    iam.put_user_policy(UserName=user, PolicyName="s3", PolicyDocument=json.dumps(policy))
     key = iam.create_access_key(UserName=user)["AccessKey"]
     set_moto_auth_free_requests(endpoint, "0")
     try:
@@ -233,9 +227,7 @@ def test_keys_follow_the_documented_layout(
     archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "run-1"), location)
 
     base = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf"
-    expected = [f"{base}/files/{name}" for name in tree(results)] + [
-        f"{base}/manifest.json"
-    ]
+    expected = [f"{base}/files/{name}" for name in tree(results)] + [f"{base}/manifest.json"]
     assert bucket_keys(s3, location) == sorted(expected)
 
 
@@ -259,10 +251,7 @@ def test_manifest_records_run_and_holds_no_environment(
         "outputs",
         "files",
     }
-    assert (
-        manifest["outputs"]
-        == outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()
-    )
+    assert manifest["outputs"] == outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()
     assert manifest["created_at"] == "2026-11-30T12:00:00Z"
     assert SECRET_ACCESS_KEY.encode() not in raw
     assert ACCESS_KEY_ID.encode() not in raw
@@ -303,9 +292,7 @@ def test_second_push_of_same_run_is_refused_and_first_kept(
     assert "round-robin/round-robin/run-1/perf/manifest.json" in message
     assert location.bucket in message
     assert "new run id" in message
-    pulled = download_run(
-        location, "round-robin", "round-robin", "run-1", tmp_path / "p"
-    )
+    pulled = download_run(location, "round-robin", "round-robin", "run-1", tmp_path / "p")
     assert tree(pulled) == tree(first)
 
 
@@ -316,9 +303,7 @@ def test_store_refuses_to_replace_any_file(
     the run then has no manifest, so it is never listed as complete."""
     results = make_results(tmp_path / "results")
     record = record_for(RoutingProfile.ROUND_ROBIN, "run-1")
-    taken = (
-        "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/files/summary.json"
-    )
+    taken = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/files/summary.json"
     s3.put_object(Bucket=location.bucket, Key=taken, Body=b"someone else's")
 
     with pytest.raises(ArchiveConflictError, match=re.escape(taken)):
@@ -350,9 +335,7 @@ def test_download_detects_a_file_changed_behind_the_archive(
         download_run(location, "round-robin", "round-robin", "r1", tmp_path / "p")
 
 
-def test_download_refuses_a_non_empty_directory(
-    tmp_path: Path, location: ArchiveLocation
-) -> None:
+def test_download_refuses_a_non_empty_directory(tmp_path: Path, location: ArchiveLocation) -> None:
     archive_run(
         make_results(tmp_path / "r"),
         record_for(RoutingProfile.ROUND_ROBIN, "r1"),
@@ -412,9 +395,7 @@ def test_latest_run_of_nothing_says_so(location: ArchiveLocation) -> None:
         latest_run(location, stack="round-robin")
 
 
-def test_report_reads_both_profiles_back(
-    tmp_path: Path, location: ArchiveLocation
-) -> None:
+def test_report_reads_both_profiles_back(tmp_path: Path, location: ArchiveLocation) -> None:
     for profile in RoutingProfile:
         archive_run(
             make_results(tmp_path / f"old-{profile}", marker=f"old {profile}"),
@@ -435,9 +416,7 @@ def test_report_reads_both_profiles_back(
         assert latest.stack_outputs().profile is profile
     named = fetch_record(location, "session-affinity", "session-affinity", "run-1")
     older = download_record(location, named, tmp_path / "named")
-    assert json.loads((older / "summary.json").read_text())["marker"] == (
-        "old session-affinity"
-    )
+    assert json.loads((older / "summary.json").read_text())["marker"] == ("old session-affinity")
 
 
 # --- clear errors ---------------------------------------------------------------------
@@ -502,9 +481,7 @@ def test_missing_credentials_are_named(
 def test_unknown_aws_profile_is_named(location: ArchiveLocation) -> None:
     elsewhere = location.model_copy(update={"aws_profile": "no-such-profile"})
 
-    with pytest.raises(
-        ArchiveError, match="'no-such-profile' is not in the AWS config"
-    ):
+    with pytest.raises(ArchiveError, match="'no-such-profile' is not in the AWS config"):
         list_runs(elsewhere)
 
 
@@ -578,9 +555,7 @@ def test_records_reject_unsafe_names_and_inconsistent_profiles() -> None:
         "absolute file name": {**good, "files": [{**file_entry, "name": "/etc/x"}]},
     }
 
-    assert RunRecord.model_validate(good) == record_for(
-        RoutingProfile.ROUND_ROBIN, "run-1"
-    )
+    assert RunRecord.model_validate(good) == record_for(RoutingProfile.ROUND_ROBIN, "run-1")
     assert [case for case, data in broken.items() if validates(data)] == []
 
 
@@ -592,15 +567,11 @@ def validates(data: dict[str, Any]) -> bool:
     return True
 
 
-def test_refuses_an_empty_result_directory(
-    tmp_path: Path, location: ArchiveLocation
-) -> None:
+def test_refuses_an_empty_result_directory(tmp_path: Path, location: ArchiveLocation) -> None:
     (tmp_path / "empty").mkdir()
 
     with pytest.raises(ArchiveError, match="holds no files"):
-        archive_run(
-            tmp_path / "empty", record_for(RoutingProfile.ROUND_ROBIN, "r1"), location
-        )
+        archive_run(tmp_path / "empty", record_for(RoutingProfile.ROUND_ROBIN, "r1"), location)
 
 
 # --- command line ---------------------------------------------------------------------
@@ -612,9 +583,7 @@ def test_cli_push_list_pull(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     outputs = tmp_path / "outputs.json"
-    outputs.write_text(
-        json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict())
-    )
+    outputs.write_text(json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()))
     results = make_results(tmp_path / "results")
     store = ["--bucket", location.bucket, "--endpoint-url", str(location.endpoint_url)]
 

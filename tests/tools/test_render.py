@@ -38,12 +38,24 @@ def test_render_masks_secrets_and_never_writes_the_placeholder(tmp_path: Path) -
 
 
 def test_set_overrides_config_like_pulumi_config_set(tmp_path: Path) -> None:
-    render.main(["--stack", "round-robin", "--example-site", "--set", "workerReplicas=4", "--out", str(tmp_path)])
+    render.main(
+        [
+            "--stack",
+            "round-robin",
+            "--example-site",
+            "--set",
+            "workerReplicas=4",
+            "--out",
+            str(tmp_path),
+        ]
+    )
     (graph,) = tmp_path.glob("*dynamographdeployment*")
     assert yaml.safe_load(graph.read_text())["spec"]["components"][1]["replicas"] == 4
 
 
-def test_missing_site_config_is_reported_with_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_site_config_is_reported_with_the_key(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert render.main(["--stack", "dev", "--out", str(tmp_path)]) == 2
     assert "cosmos3-nano-reasoner:kubeContext is required" in capsys.readouterr().err
     assert not list(tmp_path.glob("*.yaml"))
