@@ -54,23 +54,24 @@ def namespace(settings: StackSettings) -> Manifest:
 
 def ngc_secret(settings: StackSettings, api_key: object) -> Manifest:
     """Secret `ngc-api-secret` with key NGC_API_KEY, as the recipe's `kubectl create secret`."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": _metadata(names.NGC_SECRET, settings.namespace, "credentials"),
-        "type": "Opaque",
-        "stringData": {names.NGC_SECRET_KEY: api_key},
-    }
+    return _secret(names.NGC_SECRET, settings, "Opaque", {names.NGC_SECRET_KEY: api_key})
 
 
 def registry_pull_secret(settings: StackSettings, docker_config: object) -> Manifest:
     """docker-registry Secret for a private mirror; `docker_config` from `docker_config_json`."""
+    string_data = {".dockerconfigjson": docker_config}
+    return _secret(
+        names.REGISTRY_PULL_SECRET, settings, "kubernetes.io/dockerconfigjson", string_data
+    )
+
+
+def _secret(name: str, settings: StackSettings, type_: str, string_data: Manifest) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(names.REGISTRY_PULL_SECRET, settings.namespace, "credentials"),
-        "type": "kubernetes.io/dockerconfigjson",
-        "stringData": {".dockerconfigjson": docker_config},
+        "metadata": _metadata(name, settings.namespace, "credentials"),
+        "type": type_,
+        "stringData": string_data,
     }
 
 
