@@ -201,6 +201,17 @@ def run_perf(
         level = read_level(artifact_dir)
         progress.level_finished(level)
         levels.append(level)
+    return finish_sweep(outputs, workload, levels, out_dir)
+
+
+def finish_sweep(
+    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult], out_dir: Path
+) -> ProfileResults:
+    """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises.
+
+    Shared by every target, so the lab and the cluster write the same results for `report` and
+    `archive`.
+    """
     results = ProfileResults(
         profile=outputs.profile,
         target=outputs.target,

@@ -1,0 +1,107 @@
+"""The smoke Job's program: one question about one synthetic video must get a non-empty answer.
+
+    python -m stages.incluster.smoke_pod /config/smoke-config.json
+
+The config (built by `stages.cluster_jobs.smoke_pod_config`) names the frontend, the model, the
+FFmpeg arguments, where to serve the video and the exact request body. Steps:
+
+1. wait (bounded) until the frontend's `/v1/models` lists the model;
+2. make the 30 s, 2 FPS H.264 video with FFmpeg and serve it over HTTP;
+3. fetch it once through its URL (in the cluster: the media Service), as the workers will;
+4. send the request; the last line printed is `Smoke test passed: <answer>` and the exit status 0.
+
+Any failure prints `Smoke test FAILED: <reason>` and exits 1; a frontend that never lists the
+model prints `Frontend not ready: <reason>` and exits 3, so the stage can say which it was.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+from stages.incluster import pod_common
+from stages.incluster.pod_common import FrontendNotReady, PodFailure, say
+
+PASSED = "Smoke test passed:"
+FAILED = "Smoke test FAILED:"
+
+
+def ask(chat_url: str, body: dict[str, Any], timeout_seconds: float) -> str:
+    """POST the chat request; the answer as one line, or PodFailure with the server's reason."""
+    request = urllib.request.Request(
+        chat_url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_seconds) as response:
+            reply = json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        detail = error.read().decode(errors="replace")[:500]
+        raise PodFailure(f"{chat_url} answered HTTP {error.code}: {detail}") from error
+    except (OSError, ValueError) as error:
+        raise PodFailure(f"the request to {chat_url} failed: {error}") from error
+    return answer_of(reply)
+
+
+def answer_of(reply: dict[str, Any]) -> str:
+    """The assistant's answer on one line; PodFailure when it is missing or empty."""
+    try:
+        content = reply["choices"][0]["message"]["content"]
+    except (KeyError, IndexError, TypeError) as error:
+        raise PodFailure(f"the response has no answer: {json.dumps(reply)[:300]}") from error
+    answer = " ".join(str(content or "").split())
+    if not answer:
+        raise PodFailure("the model returned an empty answer")
+    return answer
+
+
+def run(config: dict[str, Any]) -> str:
+    """The smoke test's steps; returns the answer."""
+    pod_common.wait_for_model(
+        config["models_url"], config["served_model"], float(config["model_wait_seconds"])
+    )
+    media_dir = Path(config["media_dir"])
+    ffmpeg = pod_common.ffmpeg_executable(config.get("ffmpeg"))
+    video = pod_common.make_video(ffmpeg, config["ffmpeg_args"], media_dir / config["video_name"])
+    say(f"made {video.name} ({video.stat().st_size} bytes)")
+    server = pod_common.MediaServer.start(media_dir, config["listen_host"], config["listen_port"])
+    try:
+        pod_common.wait_until_served(config["video_url"], float(config["media_wait_seconds"]))
+        say(f"asking {config['served_model']} about {config['video_url']}")
+        return ask(
+            f"{config['frontend_url']}/v1/chat/completions",
+            config["request_body"],
+            float(config["request_timeout_seconds"]),
+        )
+    finally:
+        server.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        say("usage: python -m stages.incluster.smoke_pod CONFIG_JSON")
+        return 2
+    try:
+        answer = run(pod_common.load_config(Path(args[0])))
+    except FrontendNotReady as error:
+        say(f"{pod_common.FRONTEND_NOT_READY} {error}")
+        return pod_common.EXIT_FRONTEND_NOT_READY
+    except PodFailure as error:
+        say(f"{FAILED} {error}")
+        return pod_common.EXIT_FAILED
+    except (OSError, ValueError, KeyError) as error:  # an unreadable or incomplete config
+        say(f"{FAILED} {type(error).__name__}: {error}")
+        return pod_common.EXIT_FAILED
+    say(f"{PASSED} {answer}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
