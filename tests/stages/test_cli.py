@@ -91,14 +91,15 @@ def test_unusable_outputs_exit_2_with_the_reason(
     assert "break the contract" in capsys.readouterr().err
 
 
-def test_a_cluster_target_is_refused_here_with_a_reason(
+def test_cluster_outputs_with_a_loopback_frontend_are_refused_before_any_job(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    # Inside a pod, 127.0.0.1 is the pod itself: such outputs can never be reached by a Job.
     cluster = lab_outputs_for(RoutingProfile.ROUND_ROBIN).model_copy(update={"target": "cluster"})
     path = write_outputs(cluster, tmp_path / "outputs.json")
 
-    assert main(["smoke", "--outputs", str(path)]) == 1
-    assert "in-cluster Job" in capsys.readouterr().err
+    assert main(["smoke", "--outputs", str(path)]) != 0
+    assert "loopback address inside the pod" in capsys.readouterr().err
 
 
 def test_report_from_two_results_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
