@@ -204,12 +204,12 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
     )
     try:
         assert lab.stderr is not None
-        line = ""
-        for _ in range(50):  # wait until AIPerf has been started for the first level
-            line = lab.stderr.readline()
-            if not line or "level 1/1" in line:
+        line, seen = "", []
+        while line := lab.stderr.readline():  # until AIPerf has been started for the first level
+            seen.append(line)
+            if "level 1/1" in line:
                 break
-        assert "level 1/1" in line, line
+        assert "level 1/1" in line, "".join(seen[-20:])
         deadline = time.monotonic() + 30
         while not (aiperf := [p for p in processes_with(marker) if "aiperf" in command_line(p)]):
             assert time.monotonic() < deadline, "AIPerf did not start"
@@ -225,7 +225,7 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
             lab.wait()
 
     assert status == 130
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30  # a loaded 2-core machine may take a while to reap
     while processes_with(marker) and time.monotonic() < deadline:
         time.sleep(0.2)
     assert processes_with(marker) == []
