@@ -36,7 +36,12 @@ import requests
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall
-from lab.processes import GroupProcess, groups_rss_bytes, start_group_process
+from lab.processes import (
+    GroupProcess,
+    deferred_interrupts,
+    groups_rss_bytes,
+    start_group_process,
+)
 
 LOOPBACK = "127.0.0.1"
 DEFAULT_WORKERS = 8
@@ -198,12 +203,15 @@ class LabGraph:
         self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
 
     def stop(self) -> None:
-        """Stop every process by its process group id: all asked at once, then each awaited."""
-        for process in self.processes:
-            process.request_stop()
-        for process in reversed(self.processes):
-            process.stop()
-        self._outputs = None
+        """Stop every process by its process group id: all asked at once, then each awaited.
+
+        A second Ctrl-C or SIGTERM while stopping is held until every group is stopped."""
+        with deferred_interrupts():
+            for process in self.processes:
+                process.request_stop()
+            for process in reversed(self.processes):
+                process.stop()
+            self._outputs = None
 
     def _start_frontend(self, env: dict[str, str]) -> None:
         argv = [str(self.spec.install.dynamo_python), "-m", "dynamo.frontend"]
@@ -224,7 +232,8 @@ class LabGraph:
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str]) -> None:
         log_path = self.run_dir / "logs" / f"{name}.log"
-        self.processes.append(start_group_process(name, argv, env, log_path, cwd=REPO_ROOT))
+        with deferred_interrupts():  # recorded before an interrupt can strike, so stop() sees it
+            self.processes.append(start_group_process(name, argv, env, log_path, cwd=REPO_ROOT))
 
     def _wait_until_serving(self) -> None:
         """Until /v1/models lists the model and /health lists all N workers' generate endpoints."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -135,6 +136,33 @@ def rss_bytes(pid: int) -> int:
 def groups_rss_bytes(pgids: Sequence[int]) -> int:
     """Total resident memory of every process in the given groups."""
     return sum(rss_bytes(pid) for pgid in pgids for pid in group_members(pgid))
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block is done, then raise KeyboardInterrupt if one came.
+
+    Starting or stopping a child must not be cut in half: a child that Popen has forked but the
+    caller has not recorded yet, or a group stopped halfway, would outlive the lab (seen: SIGTERM
+    during Popen left AIPerf running). Signals reach only the main thread; elsewhere the block runs
+    as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+
+    def hold(signum: int, frame: object) -> None:
+        received.append(signum)
+
+    previous = {signum: signal.signal(signum, hold) for signum in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if received:
+        raise KeyboardInterrupt(f"signal {received[0]} (held while starting or stopping a process)")
 
 
 @contextmanager

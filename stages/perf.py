@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TextIO
 
 from components.contract import StackOutputs
+from lab.processes import deferred_interrupts
 from stages.aiperf import aiperf_environment, aiperf_profile_args
 from stages.results import AIPERF_EXPORT_FILE, LevelResult, ProfileResults, read_level
 from stages.targets import lab_aiperf_executable, lab_tokenizer, require_local_target
@@ -58,19 +59,24 @@ class LocalAIPerf:
         # exceed 107 characters.
         with tempfile.TemporaryDirectory(prefix="aiperf-") as scratch, log_path.open("w") as log:
             env = os.environ | aiperf_environment() | {"TMPDIR": scratch}
-            # Its own process group: AIPerf starts a dozen helper processes, all stopped together.
-            process = subprocess.Popen(
-                [str(self.executable), *args],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            process: subprocess.Popen[bytes] | None = None
             try:
+                # An interrupt is held until `process` is recorded, so `finally` always stops it.
+                with deferred_interrupts():
+                    # Its own process group: AIPerf starts a dozen helpers, stopped together.
+                    process = subprocess.Popen(
+                        [str(self.executable), *args],
+                        env=env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
                 self._wait(process, artifact_dir / RECORDS_FILE, progress, label)
             finally:
-                _stop_group(process)
+                if process is not None:
+                    with deferred_interrupts():
+                        _stop_group(process)
         exported = (artifact_dir / AIPERF_EXPORT_FILE).is_file()
         if process.returncode != 0 or not exported:
             tail = "\n".join(log_path.read_text(errors="replace").splitlines()[-20:])
