@@ -10,14 +10,12 @@ from __future__ import annotations
 import json
 import shutil
 import uuid
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 import pytest
-from moto.server import ThreadedMotoServer
 
 from components.routing import RoutingProfile
 from stages.archive import ArchiveLocation, RunRecord, Stage, archive_run
@@ -28,29 +26,7 @@ from tests.stages.conftest import FIXTURES
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 
-
-@pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-
-
-@pytest.fixture(autouse=True)
-def aws_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ["AWS_PROFILE", "AWS_DEFAULT_PROFILE", "AWS_SESSION_TOKEN", "AWS_ENDPOINT_URL",
-                 "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_MAX_ATTEMPTS", "AWS_RETRY_MODE"]:  # fmt: skip
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing-access-key-id")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing-secret-access-key-not-real")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+pytestmark = pytest.mark.usefixtures("aws_environment")
 
 
 @pytest.fixture
