@@ -20,7 +20,7 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.ab import DEFAULT_OUT, run_ab
 from lab.environment import LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, GraphSpec, LabGraph, LabGraphError
-from lab.processes import sigterm_as_keyboard_interrupt
+from lab.processes import signals_as_keyboard_interrupt
 from stages.cli import add_workload_arguments, workload_from_args
 from stages.perf import PerfError
 from stages.report import ReportError
@@ -80,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        with sigterm_as_keyboard_interrupt():
+        with signals_as_keyboard_interrupt():
             return int(args.handler(args))
     except KeyboardInterrupt:
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)

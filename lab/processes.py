@@ -166,14 +166,20 @@ def deferred_interrupts() -> Iterator[None]:
 
 
 @contextmanager
-def sigterm_as_keyboard_interrupt() -> Iterator[None]:
-    """Treat SIGTERM like Ctrl-C inside the block, so `with` blocks unwind and stop children."""
+def signals_as_keyboard_interrupt() -> Iterator[None]:
+    """Treat SIGTERM and Ctrl-C as KeyboardInterrupt inside the block, so `with` blocks unwind and
+    stop children.
+
+    SIGINT is set explicitly too: a process started in the background by a non-interactive shell
+    (as CI runners may) inherits SIGINT as ignored, and Python then never raises on Ctrl-C.
+    """
 
     def _raise(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = signal.signal(signal.SIGTERM, _raise)
+    previous = {signum: signal.signal(signum, _raise) for signum in (signal.SIGINT, signal.SIGTERM)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

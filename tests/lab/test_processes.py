@@ -7,13 +7,13 @@ import signal
 
 import pytest
 
-from lab.processes import deferred_interrupts, sigterm_as_keyboard_interrupt
+from lab.processes import deferred_interrupts, signals_as_keyboard_interrupt
 
 
 def test_a_sigterm_during_the_block_is_raised_only_after_it_completes() -> None:
     finished = False
     raised = pytest.raises(KeyboardInterrupt, match=f"signal {int(signal.SIGTERM)}")
-    with raised, sigterm_as_keyboard_interrupt(), deferred_interrupts():
+    with raised, signals_as_keyboard_interrupt(), deferred_interrupts():
         os.kill(os.getpid(), signal.SIGTERM)
         finished = True
     assert finished
@@ -30,3 +30,13 @@ def test_no_interrupt_no_exception() -> None:
     with deferred_interrupts():
         value = 1
     assert value == 1
+
+
+def test_ctrl_c_raises_even_when_inherited_as_ignored() -> None:
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a background job of a shell
+    try:
+        with pytest.raises(KeyboardInterrupt), signals_as_keyboard_interrupt():
+            os.kill(os.getpid(), signal.SIGINT)
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
