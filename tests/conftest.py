@@ -43,7 +43,11 @@ def fresh_pulumi_runtime() -> Iterator[None]:
 def _quiet_about_aborted_programs(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     # A program a test expects to fail (a refused config) leaves registrations behind, pending or
     # failed, whose cause the test has already asserted; anything else is reported as usual.
-    expected = ("Future exception was never retrieved", "Task was destroyed but it is pending!")
+    expected = (
+        "Future exception was never retrieved",
+        "Task exception was never retrieved",
+        "Task was destroyed but it is pending!",
+    )
     if context.get("message") not in expected:
         loop.default_exception_handler(context)
 
