@@ -12,7 +12,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -138,6 +138,20 @@ def groups_rss_bytes(pgids: Sequence[int]) -> int:
     return sum(rss_bytes(pid) for pgid in pgids for pid in group_members(pgid))
 
 
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupt_handler(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """`handler` for Ctrl-C and SIGTERM inside the block; the previous handlers after it."""
+    previous = {signum: signal.signal(signum, handler) for signum in INTERRUPTS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
 @contextmanager
 def deferred_interrupts() -> Iterator[None]:
     """Hold Ctrl-C and SIGTERM until the block is done, then raise KeyboardInterrupt if one came.
@@ -151,16 +165,8 @@ def deferred_interrupts() -> Iterator[None]:
         yield
         return
     received: list[int] = []
-
-    def hold(signum: int, frame: object) -> None:
-        received.append(signum)
-
-    previous = {signum: signal.signal(signum, hold) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _interrupt_handler(lambda signum, frame: received.append(signum)):
         yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
     if received:
         raise KeyboardInterrupt(f"signal {received[0]} (held while starting or stopping a process)")
 
@@ -177,9 +183,5 @@ def signals_as_keyboard_interrupt() -> Iterator[None]:
     def _raise(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
-    previous = {signum: signal.signal(signum, _raise) for signum in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with _interrupt_handler(_raise):
         yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
