@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.incluster import pod_common
-from stages.incluster.pod_common import Export, FrontendNotReady, PodFailure, say
+from stages.incluster.pod_common import Export, PodFailure, say
 
 FINISHED = "Perf sweep finished:"
 FAILED = "Perf FAILED:"
@@ -208,23 +208,12 @@ def run(config: dict[str, Any]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        say("usage: python -m stages.incluster.perf_pod PLAN_JSON[.gz]")
-        return 2
-    try:
-        levels = run(pod_common.load_config(Path(args[0])))
-    except FrontendNotReady as error:
-        say(f"{pod_common.FRONTEND_NOT_READY} {error}")
-        return pod_common.EXIT_FRONTEND_NOT_READY
-    except PodFailure as error:
-        say(f"{FAILED} {error}")
-        return pod_common.EXIT_FAILED
-    except (OSError, ValueError, KeyError) as error:
-        say(f"{FAILED} {type(error).__name__}: {error}")
-        return pod_common.EXIT_FAILED
-    say(f"{FINISHED} {levels} levels")
-    return 0
+    return pod_common.run_pod_program(
+        sys.argv[1:] if argv is None else argv,
+        usage="python -m stages.incluster.perf_pod PLAN_JSON[.gz]",
+        program=lambda config: f"{FINISHED} {run(config)} levels",
+        failed=FAILED,
+    )
 
 
 if __name__ == "__main__":

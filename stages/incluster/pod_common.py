@@ -27,7 +27,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -263,3 +263,32 @@ def _checked(header: re.Match[str], label: str, encoded: str) -> Export:
     if len(data) != int(header["size"]) or hashlib.sha256(data).hexdigest() != header["sha256"]:
         raise ExportFormatError(f"the export of {label} does not match its size and sha256")
     return Export(int(header["concurrency"]), header["file"], data)
+
+
+def run_pod_program(
+    argv: list[str],
+    usage: str,
+    program: Callable[[dict[str, Any]], str],
+    failed: str,
+) -> int:
+    """Run a pod program on its config file and turn its outcome into the last line and status.
+
+    `program` returns the success line; a frontend that never lists the model exits 3, any other
+    failure (including an unreadable or incomplete config) prints `<failed> <reason>` and exits 1.
+    """
+    if len(argv) != 1:
+        say(f"usage: {usage}")
+        return 2
+    try:
+        success_line = program(load_config(Path(argv[0])))
+    except FrontendNotReady as error:
+        say(f"{FRONTEND_NOT_READY} {error}")
+        return EXIT_FRONTEND_NOT_READY
+    except PodFailure as error:
+        say(f"{failed} {error}")
+        return EXIT_FAILED
+    except (OSError, ValueError, KeyError) as error:
+        say(f"{failed} {type(error).__name__}: {error}")
+        return EXIT_FAILED
+    say(success_line)
+    return 0

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stages.incluster import pod_common
-from stages.incluster.pod_common import FrontendNotReady, PodFailure, say
+from stages.incluster.pod_common import PodFailure, say
 
 PASSED = "Smoke test passed:"
 FAILED = "Smoke test FAILED:"
@@ -84,23 +84,12 @@ def run(config: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        say("usage: python -m stages.incluster.smoke_pod CONFIG_JSON")
-        return 2
-    try:
-        answer = run(pod_common.load_config(Path(args[0])))
-    except FrontendNotReady as error:
-        say(f"{pod_common.FRONTEND_NOT_READY} {error}")
-        return pod_common.EXIT_FRONTEND_NOT_READY
-    except PodFailure as error:
-        say(f"{FAILED} {error}")
-        return pod_common.EXIT_FAILED
-    except (OSError, ValueError, KeyError) as error:  # an unreadable or incomplete config
-        say(f"{FAILED} {type(error).__name__}: {error}")
-        return pod_common.EXIT_FAILED
-    say(f"{PASSED} {answer}")
-    return 0
+    return pod_common.run_pod_program(
+        sys.argv[1:] if argv is None else argv,
+        usage="python -m stages.incluster.smoke_pod CONFIG_JSON",
+        program=lambda config: f"{PASSED} {run(config)}",
+        failed=FAILED,
+    )
 
 
 if __name__ == "__main__":
