@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -155,10 +156,24 @@ def processes_with(marker_text: str) -> list[int]:
     return found
 
 
+@pytest.fixture
+def reap_marked() -> Iterator[list[str]]:
+    """Markers of processes a test started; whatever still carries one after the test (its
+    assertions already made) is killed by PID, so a failing test leaves nothing running."""
+    markers: list[str] = []
+    yield markers
+    for marker in markers:
+        for pid in processes_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
 def test_a_signal_stops_the_lab_command_and_its_graph(
-    lab_install: object, tmp_path: Path, signum: int
+    lab_install: object, tmp_path: Path, signum: int, reap_marked: list[str]
 ) -> None:
+    run_dir = (tmp_path / "up" / "round-robin").resolve()
+    reap_marked.append(f"DYN_FILE_KV={run_dir}")
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
     lab = subprocess.Popen(
         command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True
@@ -171,7 +186,6 @@ def test_a_signal_stops_the_lab_command_and_its_graph(
             if not banner or "serving at" in banner:
                 break
         assert "serving at http://127.0.0.1:" in banner, banner
-        run_dir = (tmp_path / "up" / "round-robin").resolve()
         assert len(processes_with(f"DYN_FILE_KV={run_dir}")) >= 3  # the lab sets it for Dynamo
 
         lab.send_signal(signum)
@@ -190,9 +204,10 @@ def test_a_signal_stops_the_lab_command_and_its_graph(
 
 
 def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
-    lab_install: object, tmp_path: Path
+    lab_install: object, tmp_path: Path, reap_marked: list[str]
 ) -> None:
     marker = f"LAB_TEST_RUN={uuid.uuid4()}"
+    reap_marked.append(marker)
     name, value = marker.split("=")
     command = [
         sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
