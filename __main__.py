@@ -4,9 +4,14 @@ import pulumi
 
 from components.provider import kubernetes_provider
 from components.recipe import Recipe
+from components.settings import ConfigError
 from components.stack_config import load_stack_config
 
-settings, secrets = load_stack_config()
+try:
+    settings, secrets = load_stack_config()
+except ConfigError as error:
+    # RunError: the language host prints `error: <message>`, without a traceback.
+    raise pulumi.RunError(str(error)) from None
 provider = kubernetes_provider("kubernetes", settings)
 recipe = Recipe(
     "cosmos3",

@@ -4,6 +4,11 @@ A Pulumi stack exports these keys (`pulumi stack output --json`); the local lab 
 to a file. Test stages read either with `StackOutputs.load`, so they run unchanged against a cluster
 or the lab. Keys are camelCase, values are plain, and no secret is ever among them. Add keys when a
 stage needs them; never rename one silently.
+
+An optional key may be absent, and absent means null: the Python SDK drops every None-valued
+output before it reaches the engine (pulumi `runtime/rpc.py` `serialize_properties`: "We treat
+properties that serialize to None as if they don't exist"), so `pulumi stack output --json` of a
+round-robin stack has no `sessionAffinityTtlSeconds` and no `sessionHeader` key at all.
 """
 
 from __future__ import annotations
@@ -33,11 +38,11 @@ class StackOutputs(BaseModel):
     frontend_url: str = Field(description="Base URL of the frontend, without a trailing slash.")
     models_url: str
     served_model: str
-    session_affinity_ttl_seconds: int | None
-    session_header: str | None
+    session_affinity_ttl_seconds: int | None = None
+    session_header: str | None = None
     worker_replicas: int
-    model_cache_claim: str | None
-    port_forward_command: str | None
+    model_cache_claim: str | None = None
+    port_forward_command: str | None = None
     kube_context: str | None = Field(
         default=None, description="kubeconfig context of the cluster; None for the lab."
     )
@@ -65,8 +70,9 @@ class StackOutputs(BaseModel):
         return tuple(field.alias or name for name, field in cls.model_fields.items())
 
     def to_json_dict(self) -> dict[str, object]:
-        """The contract as exported: camelCase keys, plain JSON values."""
-        return self.model_dump(mode="json", by_alias=True)
+        """The contract as the engine stores it: camelCase keys, plain JSON values, and no key
+        for a None value (what `pulumi stack output --json` prints; the lab writes the same)."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     @classmethod
     def load(cls, source: Path | IO[str]) -> StackOutputs:
@@ -74,7 +80,14 @@ class StackOutputs(BaseModel):
         name = str(source) if isinstance(source, Path) else getattr(source, "name", "<stream>")
         try:
             text = source.read_text() if isinstance(source, Path) else source.read()
-            return cls.model_validate(json.loads(text))
+            data = json.loads(text)
+            if isinstance(data, dict) and "graphName" not in data and "ngcSecret" in data:
+                raise OutputsError(
+                    f"stack outputs in {name} are a shared layer's (a stack with deployGraph "
+                    "false): it deploys no graph to test; pass the outputs of a stack that does "
+                    "(dev, round-robin or session-affinity)"
+                )
+            return cls.model_validate(data)
         except FileNotFoundError as error:
             raise OutputsError(f"stack outputs file {name} does not exist") from error
         except json.JSONDecodeError as error:

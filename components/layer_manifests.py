@@ -1,7 +1,7 @@
 """Pure builders for the shared layer: namespace, secrets, model cache claim, model download Job.
 
-Settings in, plain Kubernetes objects (dicts) out; no Pulumi here. Secret values are parameters,
-so the Pulumi layer passes secret Outputs and the offline render passes a mask.
+Settings in, plain Kubernetes objects (dicts) out; no Pulumi here. Secret values are parameters:
+the Pulumi components pass secret Outputs (the offline render masks them in what it writes).
 """
 
 from __future__ import annotations
@@ -98,10 +98,16 @@ def model_cache_claim(settings: StackSettings) -> Manifest:
 def nim_selection_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
     """What the NIM reads to pick the model profile; shared by the download Job and the workers,
     so both resolve the same profile into the same cache."""
+    pinned = (
+        [{"name": "NIM_MODEL_PROFILE", "value": settings.nim_model_profile}]
+        if settings.nim_model_profile
+        else []
+    )
     return [
         {"name": "NIM_MODEL_TYPE", "value": "reasoner"},
         {"name": "NIM_MODEL_SIZE", "value": "nano"},
         {"name": "NIM_PRECISION", "value": "fp8"},
+        *pinned,
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
         {
             "name": "NGC_API_KEY",
@@ -161,9 +167,30 @@ def _toleration(item: str) -> Manifest:
     return {"key": key, "operator": "Exists", "effect": effect}
 
 
+NIM_USER_ID = 1000
+"""The NIM images run as 1000:1000; the Cosmos cookbook gives its pods `fsGroup: 1000`."""
+
+NIM_POD_SECURITY_CONTEXT = {
+    "runAsUser": NIM_USER_ID,
+    "runAsGroup": NIM_USER_ID,
+    "fsGroup": NIM_USER_ID,
+    # Re-own the volume only when its root is not the NIM's already (a full cache is large).
+    "fsGroupChangePolicy": "OnRootMismatch",
+}
+"""What the Dynamo operator gives DGD pods (DefaultSecurityContextFSGroup 1000) and a plain Job
+does not get: without it, the download may not be able to write to a fresh ReadWriteMany volume."""
+
+
 def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
-    """The Job that fills the cache with the same pinned image and NIM selection as the workers."""
+    """The Job that fills the cache with the same pinned image and NIM selection as the workers.
+
+    Its memory is the workers' (`workerMemory`): the NIM counts a pod's memory limit as system
+    memory when it selects a profile, so a smaller Job could download a profile the workers would
+    not select. Its deadline is Pulumi's wait, so a Job a timed-out update leaves behind stops
+    and frees its GPU instead of holding it until the next `pulumi up`.
+    """
     gpus = _gpu(settings.model_download_gpus)
+    memory = {"memory": settings.worker_memory}
     container = {
         "name": "download",
         "image": settings.worker_image,
@@ -172,8 +199,8 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
         "command": list(settings.model_download_command),
         "env": with_extra_env(nim_selection_env(settings, layer), settings.worker_extra_env),
         "resources": {
-            "requests": {"cpu": "4", "memory": "16Gi"} | gpus,
-            "limits": {"cpu": "8", "memory": "32Gi"} | gpus,
+            "requests": {"cpu": "4"} | memory | gpus,
+            "limits": {"cpu": "8"} | memory | gpus,
         },
         "volumeMounts": [cache_mount()],
     }
@@ -184,10 +211,12 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
         | {"annotations": {"pulumi.com/replaceUnready": "true"}},
         "spec": {
             "backoffLimit": 3,
+            "activeDeadlineSeconds": settings.model_download_timeout_seconds,
             "template": {
                 "metadata": {"labels": names.labels("model-download")},
                 "spec": {
                     "restartPolicy": "Never",
+                    "securityContext": NIM_POD_SECURITY_CONTEXT,
                     **gpu_placement(settings, layer),
                     "containers": [container],
                     "volumes": [cache_volume(layer)],

@@ -12,7 +12,14 @@ from components.settings import StackSettings
 
 
 class Namespace(pulumi.ComponentResource):
-    """The namespace every object of the recipe lives in."""
+    """The namespace every object of the recipe lives in.
+
+    Kubernetes deletes everything in a namespace that is deleted, a protected claim included:
+    Pulumi's protection covers the claim's own delete, not the namespace's cascade. So when this
+    stack also creates the model cache, the namespace is protected too, and setting
+    `createNamespace` to false or renaming the namespace stops at preview ("unable to delete
+    resource ... marked for protection") instead of deleting the downloaded weights.
+    """
 
     name: pulumi.Output[str]
     """Namespace name; depends on the Namespace resource when this stack creates it."""
@@ -29,7 +36,7 @@ class Namespace(pulumi.ComponentResource):
             namespace = k8s.core.v1.Namespace(
                 name,
                 metadata=manifest["metadata"],
-                opts=pulumi.ResourceOptions(parent=self),
+                opts=pulumi.ResourceOptions(parent=self, protect=settings.manages_model_cache),
             )
             # Always set: the manifest names the namespace explicitly.
             self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata.name))

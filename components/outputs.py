@@ -1,11 +1,19 @@
-"""Stack outputs: the contract of `components.contract`, computed from settings and the layer."""
+"""Stack outputs: the contract of `components.contract`, and the shared layer's own handshake.
+
+A profile stack and the stack that owns the shared layer talk only through the layer stack's
+outputs (read by StackReference). Both sides are here: what the layer stack exports
+(`layer_outputs`) and what a profile stack requires of them (`shared_layer_from_outputs`).
+"""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
 
 from components import names
 from components.contract import StackOutputs
 from components.layer_manifests import SharedLayer
-from components.settings import StackSettings
+from components.settings import StackSettings, config_key
 
 
 def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
@@ -37,25 +45,78 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
     )
 
 
+CACHE_READY_KEY = "modelCacheReady"
+WORKER_IMAGE_KEY = "workerImage"
 LAYER_OUTPUT_KEYS = (
     "namespace",
     "modelCacheClaim",
-    "modelCacheStorageClass",
     "ngcSecret",
     "registryPullSecret",
+    WORKER_IMAGE_KEY,
+    CACHE_READY_KEY,
 )
+OPTIONAL_LAYER_KEYS = frozenset({"registryPullSecret"})
+"""None when there is no mirror; the engine then stores no such key at all."""
 
 
-def layer_outputs(settings: StackSettings, layer: SharedLayer) -> dict[str, object]:
-    """What a stack that owns the layer exports, for profile stacks to read by StackReference.
+def layer_outputs(layer: SharedLayer) -> dict[str, object]:
+    """The layer's names, as the stack that owns it exports them for profile stacks.
 
-    `modelCacheStorageClass` also lets the next update of this stack notice a storage class
-    change before it could turn into a replacement of the cache (see components.model_cache).
+    `workerImage` and `modelCacheReady` come from the download (`ModelDownload`): the image the
+    cache was filled with, and whether that download completed.
     """
     return {
         "namespace": layer.namespace,
         "modelCacheClaim": layer.model_cache_claim,
-        "modelCacheStorageClass": settings.model_cache_storage_class or None,
         "ngcSecret": layer.ngc_secret,
         "registryPullSecret": layer.registry_pull_secret,
     }
+
+
+def missing_layer_outputs(outputs: Mapping[str, Any]) -> list[str]:
+    """The required layer keys that `outputs` (as the engine stores them) lacks."""
+    return [
+        key
+        for key in LAYER_OUTPUT_KEYS
+        if key not in OPTIONAL_LAYER_KEYS and outputs.get(key) is None
+    ]
+
+
+class SharedLayerError(ValueError):
+    """The shared layer stack's outputs cannot carry this profile stack; says what to do."""
+
+
+def shared_layer_from_outputs(
+    outputs: Mapping[str, Any], settings: StackSettings, stack: str
+) -> SharedLayer:
+    """The layer a profile stack runs on, from the layer stack's outputs as the engine stores them.
+
+    Refuses, saying what to do, a layer stack that never completed an update (no outputs), whose
+    download has not completed, or whose cache holds another worker image than this stack runs:
+    workers would otherwise download the model themselves on start, into the shared cache.
+    """
+    missing = missing_layer_outputs(outputs)
+    if missing:
+        raise SharedLayerError(
+            f"{config_key('sharedStack')} {stack} has no output {', '.join(missing)}: that stack "
+            "has not completed a `pulumi up` of this program (or of a version before these "
+            f"outputs). Deploy it first (`pulumi up --stack {stack}`), then update this stack."
+        )
+    if outputs[CACHE_READY_KEY] is not True:
+        raise SharedLayerError(
+            f"the model download of {stack} has not completed ({CACHE_READY_KEY}="
+            f"{outputs[CACHE_READY_KEY]!r}): run `pulumi up --stack {stack}` until its download "
+            "Job completes, then update this stack."
+        )
+    if outputs[WORKER_IMAGE_KEY] != settings.worker_image:
+        raise SharedLayerError(
+            f"{config_key('workerImage')} is {settings.worker_image!r}, but {stack} filled the "
+            f"model cache with {outputs[WORKER_IMAGE_KEY]!r}: set the same workerImage on both "
+            f"stacks; to change the image, update {stack} first (it downloads for the new image)."
+        )
+    return SharedLayer(
+        namespace=str(outputs["namespace"]),
+        model_cache_claim=str(outputs["modelCacheClaim"]),
+        ngc_secret=str(outputs["ngcSecret"]),
+        registry_pull_secret=outputs.get("registryPullSecret"),
+    )

@@ -7,7 +7,7 @@ DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
 
 from __future__ import annotations
 
-from operator import itemgetter
+from collections.abc import Callable
 from typing import Any
 
 import pulumi
@@ -20,9 +20,7 @@ from components.model_cache import ModelCache
 from components.model_download import ModelDownload
 from components.namespace import Namespace
 from components.secrets import Secrets, SecretValues
-from components.settings import StackSettings
-
-LAYER_KEYS = ("namespace", "modelCacheClaim", "ngcSecret", "registryPullSecret")
+from components.settings import StackSettings, qualified_stack_name
 
 
 class Recipe(pulumi.ComponentResource):
@@ -43,12 +41,8 @@ class Recipe(pulumi.ComponentResource):
             ready: list[pulumi.Resource] = []
             exported: dict[str, pulumi.Output[Any]] = {}
         else:
-            layer_plain, ready = self._create_layer(name, settings, secrets)
+            layer_plain, ready, exported = self._create_layer(name, settings, secrets)
             layer = pulumi.Output.from_input(layer_plain)
-            exported = _keyed(
-                layer.apply(lambda resolved: outputs.layer_outputs(settings, resolved)),
-                outputs.LAYER_OUTPUT_KEYS,
-            )
         if settings.deploy_graph:
             GraphDeployment(
                 f"{name}-graph",
@@ -66,8 +60,9 @@ class Recipe(pulumi.ComponentResource):
 
     def _create_layer(
         self, name: str, settings: StackSettings, secrets: SecretValues | None
-    ) -> tuple[SharedLayer, list[pulumi.Resource]]:
-        """Namespace, secrets, cache and download; returns the layer and what the graph waits for."""
+    ) -> tuple[SharedLayer, list[pulumi.Resource], dict[str, pulumi.Output[Any]]]:
+        """Namespace, secrets, cache and download: the layer, what the graph waits for, and the
+        layer's exports for profile stacks."""
         if secrets is None:
             raise ValueError("a stack that creates the shared layer needs the secret values")
         layer = SharedLayer.from_settings(settings)
@@ -76,60 +71,58 @@ class Recipe(pulumi.ComponentResource):
         created: list[pulumi.Resource] = [
             namespace,
             Secrets(f"{name}-secrets", settings, secrets, depends_on=[namespace], opts=child),
-            ModelCache(
-                f"{name}-model-cache",
-                settings,
-                _previous_outputs(name, self),
-                depends_on=[namespace],
-                opts=child,
-            ),
+            ModelCache(f"{name}-model-cache", settings, depends_on=[namespace], opts=child),
         ]
+        exported = {
+            key: pulumi.Output.from_input(value)
+            for key, value in outputs.layer_outputs(layer).items()
+        }
         if settings.model_download:
             download = ModelDownload(
-                f"{name}-model-download",
-                settings,
-                layer,
-                depends_on=created,
-                opts=child,
+                f"{name}-model-download", settings, layer, depends_on=created, opts=child
             )
             created.append(download)
-        return layer, created
+            exported[outputs.WORKER_IMAGE_KEY] = download.image
+            exported[outputs.CACHE_READY_KEY] = download.cache_ready
+        else:
+            # No download to wait for: the workers fill the cache on first start (the recipe's
+            # cookbook default), or it was filled by hand. Documented under modelDownload.
+            exported[outputs.WORKER_IMAGE_KEY] = pulumi.Output.from_input(settings.worker_image)
+            exported[outputs.CACHE_READY_KEY] = pulumi.Output.from_input(True)
+        return layer, created, exported
 
 
 def _read_shared_layer(
     name: str, settings: StackSettings, parent: pulumi.Resource
 ) -> pulumi.Output[SharedLayer]:
-    """The layer exported by the shared stack; the graph is not registered until it resolves."""
-    shared = pulumi.StackReference(
-        f"{name}-shared-layer",
-        stack_name=settings.shared_stack,
-        opts=pulumi.ResourceOptions(parent=parent),
-    )
-    values = pulumi.Output.all(
-        *(
-            shared.require_output(key) if key != "registryPullSecret" else shared.get_output(key)
-            for key in LAYER_KEYS
-        )
-    )
-    return values.apply(lambda v: SharedLayer(*v))
+    """The layer exported by the shared stack, checked; the graph waits until it resolves.
 
-
-def _previous_outputs(name: str, parent: pulumi.Resource) -> pulumi.Output[dict[str, Any] | None]:
-    """This stack's outputs from its last update, so the cache guard can see what exists.
-
-    A StackReference to the stack being updated reads its last checkpoint's outputs (the pattern
-    Pulumi's maintainers show in pulumi/pulumi#3722); a new stack has none, so the guard passes.
+    The engine itself fails a reference to a stack that does not exist ("unknown stack", pulumi
+    `backendClient.GetStackOutputs`); a stack that exists but lacks what this stack needs is
+    refused here with what to do, as a clean `error:` line (RunError, no traceback).
     """
-    this_stack = f"{pulumi.get_organization()}/{pulumi.get_project()}/{pulumi.get_stack()}"
-    previous = pulumi.StackReference(
-        f"{name}-previous-update",
-        stack_name=this_stack,
-        opts=pulumi.ResourceOptions(parent=parent),
+    stack = qualified_stack_name(
+        settings.shared_stack, pulumi.get_organization(), pulumi.get_project()
     )
-    return previous.outputs
+    shared = pulumi.StackReference(
+        f"{name}-shared-layer", stack_name=stack, opts=pulumi.ResourceOptions(parent=parent)
+    )
+
+    def checked(values: dict[str, Any]) -> SharedLayer:
+        try:
+            return outputs.shared_layer_from_outputs(values, settings, stack)
+        except outputs.SharedLayerError as error:
+            raise pulumi.RunError(str(error)) from None
+
+    return shared.outputs.apply(checked)
 
 
 def _keyed(
     values: pulumi.Output[dict[str, Any]], keys: tuple[str, ...]
 ) -> dict[str, pulumi.Output[Any]]:
-    return {key: values.apply(itemgetter(key)) for key in keys}
+    # An absent key exports None, which the SDK never sends to the engine: absent there too.
+    return {key: values.apply(_getter(key)) for key in keys}
+
+
+def _getter(key: str) -> Callable[[dict[str, Any]], Any]:
+    return lambda resolved: resolved.get(key)

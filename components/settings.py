@@ -41,7 +41,9 @@ SECRET_KEYS = frozenset({"ngcApiKey", "registryPassword"})
 _DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 _QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$"
 _SEMVER = r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$"
-_STACK_NAME = r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$"
+_STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
+_STACK_NAME = rf"^({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})$"
+"""A stack's short name (`shared`: this stack's organization and project) or `<org>/<project>/<stack>`."""
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _SECRET_ENV_NAMES = ("NGC_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY")
@@ -96,6 +98,15 @@ def _extra_env(items: list[str]) -> list[str]:
     return items
 
 
+def _stack_reference_name(value: str) -> str:
+    if value and not re.fullmatch(_STACK_NAME, value):
+        raise ValueError(
+            f"{value!r} must be a stack's short name (e.g. shared: same organization and project "
+            "as this stack) or its fully qualified name <org>/<project>/<stack>"
+        )
+    return value
+
+
 StringList = Annotated[list[str], BeforeValidator(_json_list)]
 Quantity = Annotated[str, Field(pattern=_QUANTITY)]
 PositiveSeconds = Annotated[int, Field(ge=1)]
@@ -113,7 +124,7 @@ class StackSettings(BaseModel):
     kubeconfig_path: str
 
     # Layering: a self-contained stack, or a profile stack on a shared layer stack.
-    shared_stack: Annotated[str, AfterValidator(lambda v: _optional_match(v, _STACK_NAME))]
+    shared_stack: Annotated[str, AfterValidator(_stack_reference_name)]
     deploy_graph: bool
 
     namespace: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
@@ -153,6 +164,7 @@ class StackSettings(BaseModel):
     ]
     worker_tolerations: Annotated[StringList, AfterValidator(_tolerations)]
     worker_extra_env: Annotated[StringList, AfterValidator(_extra_env)]
+    nim_model_profile: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:=,-]*$", max_length=256)]
 
     @model_validator(mode="after")
     def _consistent(self) -> StackSettings:
@@ -184,10 +196,16 @@ class StackSettings(BaseModel):
         return bool(self.registry_server)
 
 
-def _optional_match(value: str, pattern: str) -> str:
-    if value and not re.match(pattern, value):
-        raise ValueError(f"{value!r} must be a fully qualified stack name: <org>/<project>/<stack>")
-    return value
+def qualified_stack_name(name: str, organization: str, project: str) -> str:
+    """`<org>/<project>/<stack>` for a short or qualified stack name.
+
+    A short name takes the organization and project of the stack being deployed: on Pulumi Cloud
+    that is the stack's real organization, on a DIY backend always `organization` (the only one
+    it has), so one stack file works on both. The CLI would resolve a short name to the user's
+    *default* organization instead (httpstate `ParseStackReference`), which need not be the
+    stack's own; qualifying it here removes that ambiguity.
+    """
+    return name if "/" in name else f"{organization}/{project}/{name}"
 
 
 def _storage_class_needed(s: StackSettings) -> str | None:

@@ -7,10 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pulumi import RunError
 
 from components.contract import StackOutputs
-from components.model_cache import CacheChangeRefused
-from components.settings import ConfigError
 from tests.conftest import NGC_KEY
 from tools.offline import PROJECT, SHARED_STACK, SHIPPED_STACKS, ProgramRun, shared_layer_outputs
 
@@ -157,14 +156,16 @@ def test_no_export_is_secret_or_holds_a_secret(run_stack: RunStack, stack: str) 
 
 
 @pytest.mark.parametrize("stack", ["dev", "round-robin", "session-affinity"])
-def test_graph_stacks_export_the_stage_contract(run_stack: RunStack, stack: str) -> None:
-    outputs = StackOutputs.model_validate(run_stack(stack).exports)
+def test_graph_stacks_export_the_stage_contract_as_the_engine_stores_it(
+    run_stack: RunStack, stack: str
+) -> None:
+    exports = run_stack(stack).exports
     profile = "round-robin" if stack == "dev" else stack
     namespace = "cosmos3-dev" if stack == "dev" else PROJECT
     graph = f"cosmos3-nano-reasoner-agg-h200-{profile}"
     service = f"{graph}-frontend"
     url = f"http://{service}.{namespace}.svc.cluster.local:8000"
-    assert outputs.to_json_dict() == {
+    contract = {
         "namespace": namespace,
         "profile": profile,
         "graphName": graph,
@@ -173,8 +174,6 @@ def test_graph_stacks_export_the_stage_contract(run_stack: RunStack, stack: str)
         "frontendUrl": url,
         "modelsUrl": f"{url}/v1/models",
         "servedModel": "nvidia/cosmos3-nano-reasoner",
-        "sessionAffinityTtlSeconds": 300 if profile == "session-affinity" else None,
-        "sessionHeader": "X-Dynamo-Session-ID" if profile == "session-affinity" else None,
         "workerReplicas": 1 if stack == "dev" else 8,
         "modelCacheClaim": "shared-model-cache",
         "portForwardCommand": f"kubectl --context h200-cluster -n {namespace} port-forward "
@@ -182,16 +181,33 @@ def test_graph_stacks_export_the_stage_contract(run_stack: RunStack, stack: str)
         "kubeContext": "h200-cluster",
         "target": "cluster",
     }
+    if profile == "session-affinity":
+        contract |= {"sessionAffinityTtlSeconds": 300, "sessionHeader": "X-Dynamo-Session-ID"}
+    # Round robin's None-valued keys never reach the engine: no key at all, not null.
+    contract_keys = StackOutputs.keys()
+    assert {key: exports[key] for key in contract_keys if key in exports} == contract
+    assert StackOutputs.model_validate(exports).session_header == contract.get("sessionHeader")
+
+
+def test_none_valued_exports_are_dropped_only_on_the_way_to_the_engine(run_stack: RunStack) -> None:
+    run = run_stack("round-robin")
+    assert run.python_exports["sessionHeader"] is None
+    assert "sessionHeader" not in run.exports
+    assert {k: v for k, v in run.python_exports.items() if v is not None} == run.exports
 
 
 def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) -> None:
     assert run_stack("shared").exports == {
         "namespace": PROJECT,
         "modelCacheClaim": "shared-model-cache",
-        "modelCacheStorageClass": "rwx-nfs",
         "ngcSecret": "ngc-api-secret",
-        "registryPullSecret": None,
+        "workerImage": "nvcr.io/nim/nvidia/cosmos3:2.1.0",
+        "modelCacheReady": True,
     }
+
+
+def test_the_mock_shared_layer_is_what_the_shipped_shared_stack_stores(run_stack: RunStack) -> None:
+    assert shared_layer_outputs() == {SHARED_STACK: run_stack("shared").exports}
 
 
 def _graph_without_routing(run: ProgramRun) -> dict[str, Any]:
@@ -249,58 +265,10 @@ def test_existing_namespace_and_cache_are_used_not_created(run_stack: RunStack) 
     assert run.one(DGD).inputs["metadata"]["namespace"] == "cosmos3-dev"
 
 
-def test_a_storage_class_change_is_refused_before_the_claim_is_touched(run_stack: RunStack) -> None:
-    previous = {
-        f"organization/{PROJECT}/shared": {
-            "modelCacheClaim": "shared-model-cache",
-            "modelCacheStorageClass": "old-nfs",
-        }
-    }
-    # Pulumi re-raises the guard's CacheChangeRefused as a ValueError naming the resource.
-    with pytest.raises(
-        ValueError, match=f"{PROJECT}:modelCacheStorageClass changed from 'old-nfs'"
-    ):
-        run_stack("shared", stack_outputs=previous)
-
-
-def test_the_guard_refuses_a_class_or_claim_change_and_allows_the_first_update() -> None:
-    from components.model_cache import check_cache_unchanged
-    from components.settings import StackSettings
-
-    settings = StackSettings.model_construct(
-        model_cache_claim="shared-model-cache", model_cache_storage_class="new"
-    )
-    check_cache_unchanged(None, settings)
-    check_cache_unchanged({}, settings)
-    check_cache_unchanged(
-        {"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "new"}, settings
-    )
-    with pytest.raises(
-        CacheChangeRefused, match="modelCacheStorageClass changed from 'old' to 'new'"
-    ):
-        check_cache_unchanged(
-            {"modelCacheClaim": "shared-model-cache", "modelCacheStorageClass": "old"}, settings
-        )
-    with pytest.raises(CacheChangeRefused, match="modelCacheClaim changed from 'model-cache'"):
-        check_cache_unchanged(
-            {"modelCacheClaim": "model-cache", "modelCacheStorageClass": "new"}, settings
-        )
-
-
-def test_the_same_storage_class_as_last_update_passes_the_guard(run_stack: RunStack) -> None:
-    previous = {
-        f"organization/{PROJECT}/shared": {
-            "modelCacheClaim": "shared-model-cache",
-            "modelCacheStorageClass": "rwx-nfs",
-        }
-    }
-    assert run_stack("shared", stack_outputs=previous).one(PVC).protect
-
-
 def test_bad_config_stops_before_any_resource_is_registered(run_stack: RunStack) -> None:
     from tools.offline import run_program
 
-    with pytest.raises(ConfigError, match=f"{PROJECT}:workerReplicas") as caught:
+    with pytest.raises(RunError, match=f"{PROJECT}:workerReplicas") as caught:
         run_program(
             "dev",
             {"workerReplicas": 0, "kubeContext": "c", "modelCacheStorageClass": "x"},
@@ -324,7 +292,7 @@ def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
 
     offline.ProgramRun = recording  # type: ignore[misc]
     try:
-        with pytest.raises(ConfigError):
+        with pytest.raises(RunError):
             run_program(
                 "dev",
                 {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
@@ -333,3 +301,133 @@ def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
     finally:
         offline.ProgramRun = original  # type: ignore[misc]
     assert recorded and recorded[0].resources == []
+
+
+# --- what the real engine and provider do differently from a naive mock (issue: engine truth) ---
+
+
+def test_the_provider_never_copies_kubeconfig_from_the_environment(
+    run_stack: RunStack, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Given None, pulumi_kubernetes copies $KUBECONFIG verbatim, which the provider cannot parse
+    # when it lists several files; "" makes it use client-go's loading rules instead.
+    monkeypatch.setenv("KUBECONFIG", "/etc/kube/a:/etc/kube/b")
+    provider = run_stack("dev").one("pulumi:providers:kubernetes").inputs
+    assert provider["kubeconfig"] == ""
+    assert provider["context"] == provider["clusterIdentifier"] == "h200-cluster"
+
+
+def test_a_configured_kubeconfig_path_is_passed_as_is(run_stack: RunStack) -> None:
+    provider = run_stack("dev", {"kubeconfigPath": "/etc/kube/h200"}).one(
+        "pulumi:providers:kubernetes"
+    )
+    assert provider.inputs["kubeconfig"] == "/etc/kube/h200"
+
+
+@pytest.mark.parametrize("stack", ["dev", "shared"])
+def test_a_stack_that_creates_the_cache_protects_its_namespace(
+    run_stack: RunStack, stack: str
+) -> None:
+    run = run_stack(stack)
+    assert run.one(NS).protect and run.one(PVC).protect
+
+
+def test_a_namespace_without_a_cache_of_this_stack_is_not_protected(run_stack: RunStack) -> None:
+    run = run_stack("dev", {"modelCacheMode": "existing", "modelCacheStorageClass": ""})
+    assert not run.one(NS).protect
+
+
+def test_no_stack_references_itself(run_stack: RunStack) -> None:
+    for stack in SHIPPED_STACKS:
+        references = [r.resource_id for r in run_stack(stack).of_type(STACK_REF)]
+        assert references == (
+            [SHARED_STACK] if stack in {"round-robin", "session-affinity"} else []
+        )
+
+
+def test_the_download_job_runs_as_the_nim_user_and_stops_at_its_deadline(
+    run_stack: RunStack,
+) -> None:
+    job = run_stack("shared", {"modelDownloadTimeoutSeconds": 5400}).one(JOB).inputs["spec"]
+    assert job["activeDeadlineSeconds"] == 5400
+    assert job["template"]["spec"]["securityContext"] == {
+        "runAsUser": 1000,
+        "runAsGroup": 1000,
+        "fsGroup": 1000,
+        "fsGroupChangePolicy": "OnRootMismatch",
+    }
+
+
+def _env(container: dict[str, Any]) -> dict[str, Any]:
+    return {entry["name"]: entry.get("value") for entry in container["env"]}
+
+
+def test_download_and_workers_select_the_same_nim_profile(run_stack: RunStack) -> None:
+    run = run_stack("dev", {"workerMemory": "120Gi", "nimModelProfile": "abc123"})
+    download = run.one(JOB).inputs["spec"]["template"]["spec"]["containers"][0]
+    worker = run.one(DGD).inputs["spec"]["components"][1]["podTemplate"]["spec"]["containers"][0]
+    assert download["resources"]["limits"]["memory"] == "120Gi"
+    assert worker["resources"]["limits"]["memory"] == "120Gi"
+    assert _env(download)["NIM_MODEL_PROFILE"] == _env(worker)["NIM_MODEL_PROFILE"] == "abc123"
+
+
+def test_without_a_pinned_profile_no_nim_model_profile_is_set(run_stack: RunStack) -> None:
+    run = run_stack("dev")
+    download = run.one(JOB).inputs["spec"]["template"]["spec"]["containers"][0]
+    assert "NIM_MODEL_PROFILE" not in _env(download)
+
+
+def test_a_short_shared_stack_name_takes_this_stacks_organization(run_stack: RunStack) -> None:
+    qualified = f"acme-inference/{PROJECT}/shared"
+    layer = {qualified: shared_layer_outputs()[SHARED_STACK]}
+    run = run_stack("round-robin", stack_outputs=layer, organization="acme-inference")
+    assert run.one(STACK_REF).resource_id == qualified
+
+
+def test_a_qualified_shared_stack_name_is_used_as_given(run_stack: RunStack) -> None:
+    name = "platform/cosmos3-layer/prod-shared"
+    run = run_stack(
+        "round-robin",
+        {"sharedStack": name},
+        stack_outputs={name: shared_layer_outputs()[SHARED_STACK]},
+    )
+    assert run.one(STACK_REF).resource_id == name
+
+
+@pytest.mark.parametrize(
+    ("replaced", "message"),
+    [
+        (
+            {"modelCacheReady": None, "workerImage": None},
+            "has no output workerImage, modelCacheReady",
+        ),
+        ({"modelCacheReady": False}, "model download of organization/.+/shared has not completed"),
+        ({"workerImage": "nvcr.io/nim/nvidia/cosmos3:2.0.0"}, "filled the model cache with"),
+    ],
+)
+def test_a_profile_stack_refuses_a_layer_it_cannot_run_on(
+    run_stack: RunStack, replaced: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(RunError, match=message):
+        run_stack("round-robin", stack_outputs=shared_layer_outputs(**replaced))
+
+
+def test_a_shared_stack_that_was_never_deployed_is_refused_with_what_to_do(
+    run_stack: RunStack,
+) -> None:
+    with pytest.raises(RunError, match=r"Deploy it first \(`pulumi up --stack organization/"):
+        run_stack("session-affinity", stack_outputs={})
+
+
+def test_the_layer_reports_the_image_and_completion_of_its_download(run_stack: RunStack) -> None:
+    exports = run_stack("shared", {"workerImage": "mirror.example/cosmos3:2.1.0"}).exports
+    assert exports["workerImage"] == "mirror.example/cosmos3:2.1.0"
+    assert exports["modelCacheReady"] is True
+
+
+def test_without_a_download_the_layer_is_ready_for_the_configured_image(
+    run_stack: RunStack,
+) -> None:
+    exports = run_stack("shared", {"modelDownload": False}).exports
+    assert exports["workerImage"] == "nvcr.io/nim/nvidia/cosmos3:2.1.0"
+    assert exports["modelCacheReady"] is True

@@ -5,12 +5,21 @@ overridden by `Pulumi.<stack>.yaml`, then explicit overrides (what a user would 
 set`), with secrets marked secret. The mock monitor records the raw RegisterResource requests,
 because resource options (parent, protect, timeouts, dependencies, provider) never reach
 `Mocks.new_resource`. Used by the offline render and by the tests.
+
+The stack outputs a run reports are the engine's view (`ProgramRun.exports`): the root outputs
+serialized by the SDK's own code, as the language host sends them when the program ends
+(`Stack._finish`: `massage`, then `serialize_properties`, which drops None-valued keys), and read
+back the way `pulumi stack output --json` prints them (secrets as "[secret]", whole numbers as
+integers). Under mocks the root stack registers its outputs before the program runs, so that
+request never happens on its own; `engine_outputs` makes it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import runpy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,6 +28,7 @@ import pulumi
 import yaml
 from pulumi.runtime import rpc
 from pulumi.runtime.mocks import MockMonitor
+from pulumi.runtime.stack import massage
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "cosmos3-nano-reasoner"
@@ -145,6 +155,9 @@ class Registered:
 class ProgramRun:
     resources: list[Registered] = field(default_factory=list)
     exports: dict[str, Any] = field(default_factory=dict)
+    """The stack outputs as the engine stores them: what `pulumi stack output --json` prints."""
+    python_exports: dict[str, Any] = field(default_factory=dict)
+    """The program's own values, None-valued keys included (never seen by the engine)."""
     secret_exports: set[str] = field(default_factory=set)
 
     def of_type(self, type_: str) -> list[Registered]:
@@ -169,8 +182,17 @@ class ProgramRun:
         ]
 
 
+JOB_TYPE = "kubernetes:batch/v1:Job"
+COMPLETED_JOB_STATUS = {
+    "succeeded": 1,
+    "conditions": [{"type": "Complete", "status": "True"}],
+}
+"""What pulumi-kubernetes returns for a Job once its await saw it complete."""
+
+
 class RecordingMocks(pulumi.runtime.Mocks):
-    """Echo inputs back as outputs; answer StackReferences from a table of stack outputs."""
+    """Echo inputs back as outputs (a Job as completed, which is when its await returns); answer
+    StackReferences from a table of stack outputs, each as the engine stores them."""
 
     def __init__(self, stack_outputs: dict[str, dict[str, Any]]) -> None:
         self.stack_outputs = stack_outputs
@@ -189,6 +211,8 @@ class RecordingMocks(pulumi.runtime.Mocks):
             self.reads.append(args)
             namespace, _, name = args.resource_id.rpartition("/")
             return args.resource_id, {"metadata": {"name": name, "namespace": namespace}}
+        if args.typ == JOB_TYPE:
+            return f"{args.name}-id", dict(args.inputs) | {"status": COMPLETED_JOB_STATUS}
         return f"{args.name}-id", dict(args.inputs)
 
     def call(
@@ -255,6 +279,7 @@ def run_program(
     overrides: dict[str, Any] | None = None,
     secrets: dict[str, str] | None = None,
     stack_outputs: dict[str, dict[str, Any]] | None = None,
+    organization: str = ORGANIZATION,
 ) -> ProgramRun:
     """Run `__main__.py` for a stack under mocks; return what it registered and exported."""
     run = ProgramRun()
@@ -263,7 +288,7 @@ def run_program(
         mocks,
         project=PROJECT,
         stack=stack,
-        organization=ORGANIZATION,
+        organization=organization,
         preview=False,
         monitor=CapturingMonitor(mocks, run),
     )
@@ -279,32 +304,65 @@ def run_program(
         secret_flags = {
             key: pulumi.Output.from_input(value.is_secret()) for key, value in exported.items()
         }
+        engine: pulumi.Output[dict[str, Any]] = pulumi.Output.from_input(
+            asyncio.ensure_future(engine_outputs(exported))
+        )
         return pulumi.Output.all(
-            pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags)
-        ).apply(lambda both: _record_exports(run, *both))
+            pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags), engine
+        ).apply(lambda all_three: _record_exports(run, *all_three))
 
     program()
     return run
 
 
-def _record_exports(run: ProgramRun, values: dict[str, Any], secret_flags: dict[str, bool]) -> None:
-    run.exports.update(values)
+async def engine_outputs(exported: Mapping[str, Any]) -> dict[str, Any]:
+    """The stack outputs the engine stores for `exported`, as `pulumi stack output --json` prints
+    them: the SDK's own serialization of the root outputs, read back."""
+    struct = await rpc.serialize_properties(massage(dict(exported), []), {})
+    return {key: _as_printed(value) for key, value in rpc.deserialize_properties(struct).items()}
+
+
+def _as_printed(value: Any) -> Any:
+    # The CLI shows a secret output as "[secret]" (`display.MassageSecrets`) and numbers as
+    # JSON numbers (the engine's float64 8 prints as 8).
+    if rpc.is_rpc_secret(value):
+        return "[secret]"
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _as_printed(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_as_printed(item) for item in value]
+    return value
+
+
+def _record_exports(
+    run: ProgramRun,
+    values: dict[str, Any],
+    secret_flags: dict[str, bool],
+    engine: dict[str, Any],
+) -> None:
+    run.python_exports.update(values)
+    run.exports.update(engine)
     run.secret_exports.update(key for key, secret in secret_flags.items() if secret)
 
 
 def shared_layer_outputs(
-    namespace: str = PROJECT, pull_secret: str | None = None
-) -> dict[str, Any]:
-    """What the shipped shared stack exports, for the profile stacks' StackReference."""
-    return {
-        SHARED_STACK: {
-            "namespace": namespace,
-            "modelCacheClaim": "shared-model-cache",
-            "modelCacheStorageClass": EXAMPLE_SITE["modelCacheStorageClass"],
-            "ngcSecret": "ngc-api-secret",
-            "registryPullSecret": pull_secret,
-        }
-    }
+    namespace: str = PROJECT,
+    pull_secret: str | None = None,
+    **replaced: Any,
+) -> dict[str, dict[str, Any]]:
+    """What the shipped shared stack's outputs are in the engine (no key for a None value), for
+    the profile stacks' StackReference; `replaced` sets (or, with None, removes) keys."""
+    stored: dict[str, Any] = {
+        "namespace": namespace,
+        "modelCacheClaim": "shared-model-cache",
+        "ngcSecret": "ngc-api-secret",
+        "registryPullSecret": pull_secret,
+        "workerImage": declared_config()["workerImage"]["default"],
+        "modelCacheReady": True,
+    } | replaced
+    return {SHARED_STACK: {key: value for key, value in stored.items() if value is not None}}
 
 
 def mask_secrets(value: Any, inside_secret: bool = False) -> Any:

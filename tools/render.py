@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pulumi import RunError
 
-from components.settings import ConfigError
 from tools.offline import (
     SHIPPED_STACKS,
     ProgramRun,
@@ -48,10 +48,10 @@ def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
     objects = [
         canonical(mask_secrets(r.raw_inputs), top_level=True) for r in run.kubernetes_objects()
     ]
-    return sorted(objects, key=lambda o: (_kind_rank(o["kind"]), o["metadata"]["name"]))
+    return sorted(objects, key=lambda o: (kind_rank(o["kind"]), o["metadata"]["name"]))
 
 
-def _kind_rank(kind: str) -> int:
+def kind_rank(kind: str) -> int:
     return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
 
 
@@ -90,12 +90,13 @@ def write_render(out: Path, objects: list[dict[str, Any]], outputs: dict[str, An
     return [*written, outputs_path]
 
 
-def _parse_set(items: list[str]) -> dict[str, Any]:
+def parse_set(items: list[str]) -> dict[str, Any]:
+    """`--set key=value` items as config overrides; ValueError names a malformed item."""
     overrides: dict[str, Any] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep:
-            raise SystemExit(f"--set {item!r}: write key=value, e.g. --set kubeContext=my-cluster")
+            raise ValueError(f"--set {item!r}: write key=value, e.g. --set kubeContext=my-cluster")
         overrides[key] = value
     return overrides
 
@@ -121,10 +122,12 @@ def main(argv: list[str] | None = None) -> int:
         help="fill site values the stack file lacks (kubeContext, modelCacheStorageClass) with examples",
     )
     args = parser.parse_args(argv)
-    overrides = (example_site_for(args.stack) if args.example_site else {}) | _parse_set(args.set)
     try:
+        overrides = (example_site_for(args.stack) if args.example_site else {}) | parse_set(
+            args.set
+        )
         objects, outputs = render_stack(args.stack, overrides)
-    except ConfigError as error:
+    except (RunError, ValueError) as error:
         print(f"stack {args.stack}: {error}", file=sys.stderr)
         return 2
     for path in write_render(args.out, objects, outputs):

@@ -148,10 +148,31 @@ def test_docker_config_json_matches_kubectl_create_secret_docker_registry() -> N
     assert base64.b64decode(entry["auth"]).decode() == "robot:pa:ss"
 
 
-def test_layer_outputs_export_exactly_the_declared_keys() -> None:
+def test_layer_outputs_and_the_download_export_exactly_the_declared_keys() -> None:
     from components import outputs
 
-    s = settings("dev")
-    assert (
-        tuple(outputs.layer_outputs(s, SharedLayer.from_settings(s))) == outputs.LAYER_OUTPUT_KEYS
-    )
+    names = tuple(outputs.layer_outputs(SharedLayer.from_settings(settings("dev"))))
+    download = (outputs.WORKER_IMAGE_KEY, outputs.CACHE_READY_KEY)
+    assert names + download == outputs.LAYER_OUTPUT_KEYS
+
+
+def test_short_and_qualified_stack_names() -> None:
+    from components.settings import qualified_stack_name
+
+    assert qualified_stack_name("shared", "acme", "proj") == "acme/proj/shared"
+    assert qualified_stack_name("org/p/s", "acme", "proj") == "org/p/s"
+
+
+def test_only_a_completed_job_status_means_the_cache_is_ready() -> None:
+    from types import SimpleNamespace as Status
+
+    from components.model_download import job_completed
+
+    def condition(kind: str, status: str = "True") -> Status:
+        return Status(type=kind, status=status)
+
+    assert job_completed(Status(succeeded=1, conditions=None))
+    assert job_completed(Status(succeeded=None, conditions=[condition("Complete")]))
+    assert not job_completed(None)
+    assert not job_completed(Status(succeeded=0, conditions=[condition("Failed")]))
+    assert not job_completed(Status(succeeded=None, conditions=[condition("Complete", "False")]))

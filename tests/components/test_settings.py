@@ -59,7 +59,7 @@ def test_secret_values_never_enter_the_settings() -> None:
         ({"workerNodeSelector": ["nvidia.com/gpu.product"]}, "workerNodeSelector", "key=value"),
         ({"workerTolerations": ["nvidia.com/gpu:Sometimes"]}, "workerTolerations", "NoSchedule"),
         ({"workerExtraEnv": ["NGC_API_KEY=abc"]}, "workerExtraEnv", "must not be plain config"),
-        ({"sharedStack": "shared"}, "sharedStack", "<org>/<project>/<stack>"),
+        ({"sharedStack": "acme/shared"}, "sharedStack", "<org>/<project>/<stack>"),
         ({"modelCacheMode": "adopt"}, "modelCacheMode", "'create' or 'existing'"),
         ({"kubeContext": None}, "kubeContext", "is required"),
     ],
