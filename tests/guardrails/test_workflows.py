@@ -150,3 +150,30 @@ def test_third_party_actions_are_pinned() -> None:
             assert re.search(r"@(v\d+(\.\d+\.\d+)?|[0-9a-f]{40})$", action), (
                 f"{path.name}: {action}"
             )
+
+
+def test_stacks_are_qualified_with_the_real_organization_never_a_default() -> None:
+    text = (WORKFLOWS / "pulumi-stack.yml").read_text()
+    assert "'organization'" not in text, "organization is only a DIY backend's name"
+    job = workflow("pulumi-stack.yml")["jobs"]["pulumi"]
+    assert job["env"]["PULUMI_ORG"] == "${{ vars.PULUMI_ORG }}"
+    first = job["steps"][0]
+    assert first["name"] == "Pulumi organization"
+    assert 'if [ -z "$PULUMI_ORG" ]' in first["run"] and "exit 1" in first["run"]
+    assert "STACK=$PULUMI_ORG/cosmos3-nano-reasoner/$SHORT_NAME" in first["run"]
+
+
+def test_a_profile_preview_waits_for_a_deployed_shared_layer_and_says_why() -> None:
+    stack_steps = steps("pulumi-stack.yml", "pulumi")
+    check = next(step for step in stack_steps if step.get("id") == "layer")
+    assert check["if"] == "env.OWNS_LAYER != 'true'"
+    assert "python -m tools.layer_ready" in check["run"] and "::warning" in check["run"]
+    run = next(step for step in stack_steps if step.get("with", {}).get("command"))
+    assert "steps.layer.outputs.ready == 'true'" in run["if"]
+    assert stack_steps.index(check) < stack_steps.index(run)
+
+
+def test_stack_files_name_the_shared_stack_by_its_short_name() -> None:
+    for stack in ("round-robin", "session-affinity"):
+        config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+        assert config["cosmos3-nano-reasoner:sharedStack"] == "shared"

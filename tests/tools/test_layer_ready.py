@@ -1,0 +1,42 @@
+"""`python -m tools.layer_ready`: the CI gate before a profile stack's preview."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tools.layer_ready import main
+from tools.offline import SHARED_STACK, shared_layer_outputs
+
+
+def check(tmp_path: Path, outputs: Any, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    path = tmp_path / "shared.json"
+    path.write_text(outputs if isinstance(outputs, str) else json.dumps(outputs))
+    status = main([str(path)])
+    return status, capsys.readouterr().out
+
+
+def test_a_deployed_shared_stack_is_ready(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert check(tmp_path, shared_layer_outputs()[SHARED_STACK], capsys)[0] == 0
+
+
+@pytest.mark.parametrize(
+    ("outputs", "reason"),
+    [
+        ("", "no output namespace"),  # `pulumi stack output` failed: no such stack
+        ({}, "never deployed"),
+        (shared_layer_outputs(modelCacheReady=False)[SHARED_STACK], "has not completed"),
+        ("[]", "not a JSON object"),
+        ("{", "cannot be read"),
+    ],
+)
+def test_anything_else_is_not_ready_with_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], outputs: Any, reason: str
+) -> None:
+    status, printed = check(tmp_path, outputs, capsys)
+    assert status == 1 and reason in printed

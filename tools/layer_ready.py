@@ -1,0 +1,47 @@
+"""Is a shared layer stack ready for profile stacks? For CI, before a profile stack's preview.
+
+    pulumi stack output --json --stack <org>/cosmos3-nano-reasoner/shared > shared.json
+    python -m tools.layer_ready shared.json
+
+Exit 0 when the outputs carry every layer key and a completed download (what a profile stack
+requires, `components.outputs`); exit 1 with the reason otherwise, e.g. on a repository's first
+pull request, before `up.yml` has ever deployed the shared stack.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from components.outputs import CACHE_READY_KEY, missing_layer_outputs
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m tools.layer_ready SHARED_OUTPUTS_JSON", file=sys.stderr)
+        return 2
+    try:
+        outputs = json.loads(Path(args[0]).read_text() or "{}")
+    except (OSError, ValueError) as error:
+        print(f"the shared stack's outputs cannot be read: {error}")
+        return 1
+    if not isinstance(outputs, dict):
+        print("the shared stack's outputs are not a JSON object")
+        return 1
+    missing = missing_layer_outputs(outputs)
+    if missing:
+        print(f"the shared stack has no output {', '.join(missing)}: it was never deployed")
+        return 1
+    if outputs[CACHE_READY_KEY] is not True:
+        print(
+            f"the shared stack's model download has not completed ({CACHE_READY_KEY} is not true)"
+        )
+        return 1
+    print("the shared stack is deployed and its model cache is ready")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
