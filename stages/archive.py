@@ -472,6 +472,16 @@ def _unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
 # --- the stage's functions ------------------------------------------------------------
 
 
+def archive_plan(directory: Path, record: RunRecord, location: ArchiveLocation) -> list[str]:
+    """The keys `archive_run` would write, manifest last, after the same secret scan; touches
+    no store (`archive push --dry-run`)."""
+    checked = _checked_files(directory)
+    stored = record.model_copy(update={"files": tuple(entry for entry, _ in checked)})
+    return [_file_key(location, stored, entry) for entry, _ in checked] + [
+        _manifest_key(location, stored)
+    ]
+
+
 def archive_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> RunRecord:
     """Upload every file below `directory` as one stage of one run, then its manifest.
 

@@ -26,6 +26,7 @@ from stages.archive import (
     ArchiveLocation,
     RunRecord,
     Stage,
+    archive_plan,
     archive_run,
     download_record,
     fetch_record,
@@ -105,6 +106,11 @@ def _add_push_arguments(push: argparse.ArgumentParser) -> None:
         help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)",
     )
     push.add_argument("--commit", help="git commit (default: `git rev-parse HEAD`)")
+    push.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="scan the files and print the keys a push would write; contact no store",
+    )
 
 
 def _add_list_arguments(listing: argparse.ArgumentParser) -> None:
@@ -145,6 +151,10 @@ def _push(args: argparse.Namespace) -> None:
         run_id=args.run_id,
         commit=args.commit,
     )
+    if args.dry_run:
+        for key in archive_plan(args.dir, record, location):
+            print(f"s3://{location.bucket}/{key}")
+        return
     stored = archive_run(args.dir, record, location)
     print(
         f"archived {len(stored.files)} files of {args.dir} as "
