@@ -7,7 +7,10 @@ unknown-checking proxy, secrets plain, custom timeouts in seconds.
 
 from __future__ import annotations
 
+import ast
 import copy
+import importlib
+import pkgutil
 import re
 import subprocess
 import sys
@@ -27,7 +30,8 @@ from pulumi_policy.proxy import unknown_checking_proxy
 
 from policy import rules
 from tests.conftest import NGC_KEY
-from tools.offline import ROOT, SHIPPED_STACKS, ProgramRun, Registered
+from tools.mock_engine import ProgramRun, Registered
+from tools.stack_files import ROOT, SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]
 POLICY_DIR = ROOT / "policy"
@@ -329,12 +333,37 @@ def test_unknown_values_during_preview_surface_as_the_sdks_error(run_stack: RunS
 
 
 def test_pack_lists_every_policy_once() -> None:
-    policies = [
-        value for value in vars(rules).values() if isinstance(value, ResourceValidationPolicy)
+    """Every policy any module of the package defines is in POLICIES, once."""
+    modules = [
+        importlib.import_module(f"policy.rules.{module.name}")
+        for module in pkgutil.iter_modules(rules.__path__)
     ]
-    assert sorted(p.name for p in rules.POLICIES) == sorted(p.name for p in policies)
+    policies = {
+        value.name
+        for module in modules
+        for value in vars(module).values()
+        if isinstance(value, ResourceValidationPolicy)
+    }
+    assert sorted(p.name for p in rules.POLICIES) == sorted(policies)
     assert len({p.name for p in rules.POLICIES}) == len(rules.POLICIES)
     assert "policies=POLICIES" in (POLICY_DIR / "__main__.py").read_text()
+
+
+PACK_IMPORTS = {"__future__", "collections", "re", "typing", "pulumi_policy"}
+"""What the pack's modules may import (besides each other): its venv has pulumi-policy only."""
+
+
+def test_pack_modules_import_only_the_sdk_the_stdlib_and_each_other() -> None:
+    for path in sorted((POLICY_DIR / "rules").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                names = [str(node.module)]
+            else:
+                continue  # relative imports: the package's own modules
+            outside = {name.split(".")[0] for name in names} - PACK_IMPORTS
+            assert not outside, f"{path.name} imports {outside}: the CLI's pack venv lacks them"
 
 
 def test_pack_starts_the_way_the_cli_runs_it() -> None:

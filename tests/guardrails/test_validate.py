@@ -1,9 +1,10 @@
-"""tools.validate: rendered objects against the Kubernetes schemas, the real CRD and its CEL rules."""
+"""tools.validate: rendered objects against the Kubernetes schemas, the real CRD, its CEL rules and
+the operator's admission rules; the CEL engine itself is tested in test_crd_rules and
+test_cel_engine."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,15 +14,17 @@ from jsonschema.protocols import Validator
 
 from tests.guardrails.conftest import Manifest, one_of_kind, rendered
 from tools import validate
+from tools.admission import admission_violations
+from tools.crd_rules import compile_rules
+from tools.crd_schema import crd_schema_violations
 from tools.validate import (
+    ADMISSION,
+    CRD_CEL,
     CRD_SCHEMA,
-    GRAPH_RULES,
     KUBERNETES_SCHEMA,
-    MAX_COMPONENTS,
     CrdError,
+    GraphChecks,
     Violation,
-    crd_schema_violations,
-    graph_rule_violations,
     kubernetes_schema_violations,
     load_graph_schema,
     structural_to_json_schema,
@@ -32,6 +35,11 @@ DGD = "DynamoGraphDeployment"
 GRAPH_NAME = "DynamoGraphDeployment/cosmos3-nano-reasoner-agg-h200-round-robin"
 JOB_NAME = "Job/cosmos3-nano-reasoner-model-download"
 WORKER_MAIN = "spec.components[1].podTemplate.spec.containers[0]"
+
+
+@pytest.fixture(scope="module")
+def graph_checks(crd_schema: dict[str, Any], graph_validator: Validator) -> GraphChecks:
+    return GraphChecks(validate.SHARED_CRD, graph_validator, compile_rules(crd_schema))
 
 
 def graph() -> Manifest:
@@ -64,8 +72,12 @@ def test_the_graph_of_every_stack_matches_the_real_crd(
     assert [v for m in graphs for v in crd_schema_violations(m, graph_validator)] == []
 
 
-def test_the_graph_of_every_stack_keeps_the_crd_rules(stack: str) -> None:
-    assert [v for m in rendered(stack) if m["kind"] == DGD for v in graph_rule_violations(m)] == []
+def test_the_graph_of_every_stack_keeps_the_operators_admission_rules(stack: str) -> None:
+    assert [v for m in rendered(stack) if m["kind"] == DGD for v in admission_violations(m)] == []
+
+
+def test_every_stack_is_clean_with_every_check(stack: str, graph_checks: GraphChecks) -> None:
+    assert validate_objects(rendered(stack), graph_checks) == []
 
 
 # --- Acceptance: a broken field fails the right check, naming the object and the field ---------
@@ -84,13 +96,24 @@ def test_unknown_key_in_the_worker_container_fails_the_crd_schema(
     assert "prune" in violation.message
 
 
-def test_component_without_main_fails_our_structural_check() -> None:
+def test_component_without_main_fails_the_admission_rule() -> None:
     manifest = graph()
     worker(manifest)["podTemplate"]["spec"]["containers"][0]["name"] = "server"
-    (violation,) = graph_rule_violations(manifest)
-    assert (violation.check, violation.object) == (GRAPH_RULES, GRAPH_NAME)
+    (violation,) = admission_violations(manifest)
+    assert (violation.check, violation.object) == (ADMISSION, GRAPH_NAME)
     assert violation.path == "spec.components[1].podTemplate.spec.containers"
     assert "'Worker' has no container named 'main'" in violation.message
+
+
+def test_main_without_image_fails_the_admission_rule_not_the_crds_sidecar_rule(
+    graph_checks: GraphChecks,
+) -> None:
+    manifest = graph()
+    del worker(manifest)["podTemplate"]["spec"]["containers"][0]["image"]
+    violations = validate_objects([manifest], graph_checks)
+    assert [(v.path, v.message, v.check) for v in violations] == [
+        (f"{WORKER_MAIN}.image", "'main' needs an image", ADMISSION)
+    ]
 
 
 def test_unknown_field_in_the_job_fails_the_strict_kubernetes_schema() -> None:
@@ -104,7 +127,7 @@ def test_unknown_field_in_the_job_fails_the_strict_kubernetes_schema() -> None:
     assert "Kubernetes 1.33.0" in violation.message
 
 
-def test_every_violation_is_reported_not_only_the_first(graph_validator: Validator) -> None:
+def test_every_violation_is_reported_not_only_the_first(graph_checks: GraphChecks) -> None:
     objects = rendered("dev")
     job, manifest = one_of_kind(objects, "Job"), one_of_kind(objects, DGD)
     job["spec"]["backoffLimit"] = "three"
@@ -112,13 +135,15 @@ def test_every_violation_is_reported_not_only_the_first(graph_validator: Validat
     worker(manifest)["replicas"] = "8"
     worker(manifest)["podTemplate"]["spec"]["containers"][0]["bogusField"] = 1
     manifest["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["name"] = "server"
-    violations = validate_objects(objects, graph_validator)
+    manifest["spec"]["components"][0]["name"] = "worker"
+    violations = validate_objects(objects, graph_checks)
     assert {(v.object, v.path, v.check) for v in violations} == {
         (JOB_NAME, "spec.backoffLimit", KUBERNETES_SCHEMA),
         (JOB_NAME, "spec.bogus", KUBERNETES_SCHEMA),
         (GRAPH_NAME, "spec.components[1].replicas", CRD_SCHEMA),
         (GRAPH_NAME, f"{WORKER_MAIN}.bogusField", CRD_SCHEMA),
-        (GRAPH_NAME, "spec.components[0].podTemplate.spec.containers", GRAPH_RULES),
+        (GRAPH_NAME, "spec.components", CRD_CEL),
+        (GRAPH_NAME, "spec.components[0].podTemplate.spec.containers", ADMISSION),
     }
 
 
@@ -228,123 +253,20 @@ def test_structural_rewrite_rules() -> None:
     assert set(props["embedded"]["properties"]) == {"apiVersion", "kind", "metadata"}
 
 
-# --- The CRD's CEL rules: each either checked by us, or out of scope for a stated reason --------
-
-Mutation = Callable[[Manifest], None]
-
-
-def _set(path: list[Any], value: object) -> Mutation:
-    def mutate(manifest: Manifest) -> None:
-        target = manifest
-        for part in path[:-1]:
-            target = target[part]
-        target[path[-1]] = value
-
-    return mutate
-
-
-def _extra_component(**fields: Any) -> Mutation:
-    def mutate(manifest: Manifest) -> None:
-        component = {
-            "podTemplate": {"spec": {"containers": [{"name": "main", "image": "x:1"}]}}
-        } | fields
-        manifest["spec"]["components"].append(component)
-
-    return mutate
-
-
-def _many_components(manifest: Manifest) -> None:
-    for index in range(MAX_COMPONENTS):
-        _extra_component(name=f"extra{index}")(manifest)
-
-
-WORKER_POD = ["spec", "components", 1, "podTemplate"]
-CHECKED_CEL_RULES: dict[str, tuple[Mutation, str]] = {
-    "spec.restart must be unset on create; set spec.restart.id after creation to request a restart": (
-        _set(["spec", "restart"], {"id": "1"}),
-        "spec.restart",
-    ),
-    "at most one component may have type epp": (
-        lambda m: [_extra_component(name=n, type="epp")(m) for n in ("epp1", "epp2")],
-        "spec.components[3].type",
-    ),
-    "component names must be unique case-insensitively": (
-        _extra_component(name="WORKER"),
-        "spec.components[2].name",
-    ),
-    "eppConfig may only be set when type is epp": (
-        _set(["spec", "components", 1, "eppConfig"], {"configMapRef": {"name": "c"}}),
-        "spec.components[1].eppConfig",
-    ),
-    "exactly one of configMapRef or config must be specified": (
-        _extra_component(name="epp", type="epp", eppConfig={}),
-        "spec.components[2].eppConfig",
-    ),
-    "minAvailable must be less than or equal to replicas unless replicas is 0": (
-        _set(["spec", "components", 1, "minAvailable"], 2),
-        "spec.components[1].minAvailable",
-    ),
-    "podTemplate backend annotation must be mp or ray, case-insensitively": (
-        _set(
-            [*WORKER_POD, "metadata"],
-            {"annotations": {"nvidia.com/vllm-distributed-executor-backend": "uni"}},
-        ),
-        'spec.components[1].podTemplate.metadata.annotations["nvidia.com/vllm-distributed-executor-backend"]',
-    ),
-    "sidecar containers must specify a non-empty image": (
-        lambda m: worker(m)["podTemplate"]["spec"]["containers"].append({"name": "sidecar"}),
-        "spec.components[1].podTemplate.spec.containers[1].image",
-    ),
-    "init containers must specify a non-empty image": (
-        _set([*WORKER_POD, "spec", "initContainers"], [{"name": "init", "image": ""}]),
-        "spec.components[1].podTemplate.spec.initContainers[0].image",
-    ),
-}
-OUT_OF_SCOPE_CEL_RULES = {
-    "minAvailable is immutable after creation": "a transition rule: needs the stored object",
-    "checkpoint.job cannot be set when checkpointRef is specified": "experimental checkpoint: not rendered",
-    "extraClientContainers is only supported with mode=IntraPod": "experimental gpuMemoryService: not rendered",
-    "extraClientPods is only supported with mode=InterPod": "experimental gpuMemoryService: not rendered",
-    "extraClientPods is reserved for inter-pod GMS and is not implemented yet": "gpuMemoryService: not rendered",
-    "exactly one of labelKey or clusterTopologyName is required": "experimental kvTransferPolicy: not rendered",
-    "preferredWeight is required when enforcement is preferred": "experimental kvTransferPolicy: not rendered",
-    "preferredWeight may only be set when enforcement is preferred": "experimental kvTransferPolicy: not rendered",
-    "labelKey prefix must be 253 characters or less": "experimental kvTransferPolicy: not rendered",
-}
-
-
-def _cel_messages(node: Any) -> set[str]:
-    if isinstance(node, list):
-        return set().union(*(_cel_messages(item) for item in node))
-    if not isinstance(node, dict):
-        return set()
-    own = {rule["message"] for rule in node.get("x-kubernetes-validations", [])}
-    return own.union(*(_cel_messages(value) for value in node.values()))
-
-
-def test_every_cel_rule_of_the_crd_is_checked_or_out_of_scope(crd_schema: dict[str, Any]) -> None:
-    in_crd = _cel_messages(crd_schema)
-    assert in_crd == set(CHECKED_CEL_RULES) | set(OUT_OF_SCOPE_CEL_RULES), (
-        "the CRD's CEL rules changed: implement new ones in tools.validate.graph_rule_violations"
-    )
-
-
-@pytest.mark.parametrize("rule", sorted(CHECKED_CEL_RULES))
-def test_each_checked_cel_rule_catches_its_violation(rule: str) -> None:
-    mutate, path = CHECKED_CEL_RULES[rule]
+def test_components_are_limited_to_the_crds_max_items(
+    crd_schema: dict[str, Any], graph_validator: Validator
+) -> None:
+    limit = crd_schema["properties"]["spec"]["properties"]["components"]["maxItems"]
     manifest = graph()
-    mutate(manifest)
-    found(graph_rule_violations(manifest), GRAPH_RULES, path)
-
-
-def test_components_are_limited_to_the_crds_max_items(crd_schema: dict[str, Any]) -> None:
-    assert (
-        crd_schema["properties"]["spec"]["properties"]["components"]["maxItems"] == MAX_COMPONENTS
+    main = {"name": "main", "image": "nvcr.io/x:1"}
+    manifest["spec"]["components"] += [
+        {"name": f"extra{index}", "podTemplate": {"spec": {"containers": [main]}}}
+        for index in range(limit - 1)
+    ]
+    violation = found(
+        crd_schema_violations(manifest, graph_validator), CRD_SCHEMA, "spec.components"
     )
-    manifest = graph()
-    _many_components(manifest)
-    violation = found(graph_rule_violations(manifest), GRAPH_RULES, "spec.components")
-    assert f"at most {MAX_COMPONENTS}" in violation.message
+    assert violation.message == f"<{limit + 1} items> is too long"
 
 
 # --- Reading CRD files --------------------------------------------------------------------------
@@ -395,6 +317,33 @@ def test_cli_validates_a_stack_against_a_given_crd(
     out = capsys.readouterr().out
     assert "stack round-robin: 1 objects, no violations" in out
     assert str(validate.SHARED_CRD) in out
+    assert "0 unevaluable" in out
+    assert (
+        "  not applicable on create (transition rule): spec.components[*]: "
+        "minAvailable is immutable after creation\n" in out
+    )
+
+
+def test_cli_uses_the_rules_of_the_crd_it_is_given(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    crd_document: dict[str, Any],
+) -> None:
+    """A newer CRD's rule applies without a code change; a rule dropped from it no longer does."""
+    (served,) = [v for v in crd_document["spec"]["versions"] if v["name"] == "v1beta1"]
+    spec = served["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    spec["x-kubernetes-validations"] = [
+        {"rule": "self.components.size() <= 1", "message": "one component, please"}
+    ]
+    (tmp_path / "crd.yaml").write_text(json.dumps(crd_document))
+    objects = rendered("round-robin")
+    one_of_kind(objects, DGD)["spec"]["restart"] = {"id": "1"}  # the shipped CRD refuses this
+    monkeypatch.setattr(validate, "example_render", lambda stack: (objects, {}))
+    assert validate.main(["--stack", "round-robin", "--crd", str(tmp_path / "crd.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "stack round-robin: 1 violation(s)" in out
+    assert f"  {GRAPH_NAME}: spec: one component, please [crd-cel]" in out
 
 
 def test_cli_lists_every_violation_and_fails(
@@ -421,9 +370,9 @@ def test_cli_refuses_a_file_that_is_not_the_crd(
     assert "no CustomResourceDefinition" in capsys.readouterr().err
 
 
-def test_cli_without_any_crd_says_the_graph_schema_was_not_checked(
+def test_cli_without_any_crd_says_the_graph_schema_and_rules_were_not_checked(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(validate, "SHARED_CRD", tmp_path / "absent.yaml")
     assert validate.main(["--stack", "round-robin"]) == 0
-    assert "schema NOT checked" in capsys.readouterr().out
+    assert "schema and CEL rules NOT checked" in capsys.readouterr().out
