@@ -1,7 +1,7 @@
 """`python -m stages report --archive-bucket ...`: the A/B report from archived perf runs.
 
 Against moto's S3 server on loopback (started once for the module), with a hermetic AWS
-environment, as tests/stages/test_archive.py does. The archived runs hold the real fixture
+environment, as the other archive tests. The archived runs hold the real fixture
 results, pushed the way a pipeline pushes a perf stage's output directory.
 """
 
@@ -20,13 +20,11 @@ import pytest
 from components.routing import RoutingProfile
 from stages.archive import ArchiveLocation, RunRecord, Stage, archive_run
 from stages.cli import main
-from stages.results import ProfileResults
-from tests.stages.cluster_fakes import cluster_outputs
+from stages.core.results import ProfileResults
+from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.conftest import FIXTURES
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-
-pytestmark = pytest.mark.usefixtures("aws_environment")
 
 
 @pytest.fixture
@@ -88,6 +86,23 @@ def test_the_report_compares_each_stacks_latest_perf_run(
         ("round-robin", "run-new"),
         ("session-affinity", "run-aff"),
     ]
+
+
+def test_a_corrupt_manifest_is_a_warning_not_a_failure(
+    location: ArchiveLocation, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    push_perf_run(location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-1", T0)
+    push_perf_run(location, tmp_path, RoutingProfile.SESSION_AFFINITY, "run-2", T0)
+    corrupt = "cosmos3-nano-reasoner/round-robin/round-robin/run-9/perf/manifest.json"
+    s3 = boto3.client("s3", endpoint_url=location.endpoint_url)
+    s3.put_object(Bucket=location.bucket, Key=corrupt, Body=b"not json")
+
+    status = main(report_args(location, tmp_path / "report"))
+
+    err = capsys.readouterr().err
+    assert status == 0, err
+    assert f"archive: warning: skipped s3://{location.bucket}/{corrupt}" in err
+    assert "round-robin: run run-1" in err
 
 
 def test_named_runs_are_compared_instead_of_the_latest(

@@ -1,0 +1,273 @@
+"""Command line of the archive (see stages.archive), mounted as `python -m stages archive`:
+
+    push --stack S --outputs outputs.json --stage perf --dir build/perf --bucket B [--resume]
+    list --bucket B [--stack S] [--profile P] [--stage X]
+    pull --stack S --profile P (--latest | --run-id R) --dest DIR --bucket B
+    incomplete --bucket B [--stack S]
+    clean --stack S --profile P --run-id R --stage X --bucket B [--older-than MINUTES]
+
+Credentials, and unless given the endpoint and region, come from the standard AWS environment
+or profile. Exit status: 0 done, 1 the archive refused or failed (one line on stderr), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from components.contract import OutputsError, StackOutputs
+from components.routing import RoutingProfile
+from stages.archive.errors import ArchiveError, validation_summary
+from stages.archive.layout import DEFAULT_PREFIX, ArchiveLocation
+from stages.archive.listing import fetch_record, latest_run, list_runs
+from stages.archive.orphans import DEFAULT_MIN_AGE, clean_incomplete_run, list_incomplete_runs
+from stages.archive.pull import download_record
+from stages.archive.push import archive_plan, archive_run, resume_run
+from stages.archive.records import SEGMENT_PATTERN, RunRecord, Stage
+from stages.errors import EXIT_USAGE
+
+PROG = "python -m stages.archive"
+DESCRIPTION = "Store stage results in S3 by stack, profile and run; list and download them."
+PROFILES = [profile.value for profile in RoutingProfile]
+STAGES = [stage.value for stage in Stage]
+DEFAULT_MINUTES = DEFAULT_MIN_AGE.total_seconds() / 60
+
+
+class ArchiveUsageError(ArchiveError):
+    """Arguments that cannot work together: nothing was done."""
+
+    exit_status = EXIT_USAGE
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run one archive subcommand; returns the exit status."""
+    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    configure_parser(parser)
+    return run(parser.parse_args(argv))
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    """Add the archive's subcommands to `parser` (its own or `python -m stages archive`)."""
+    store = _store_options()
+    commands = parser.add_subparsers(dest="archive_command", required=True)
+    for name, summary, add_arguments in [
+        ("push", "store a stage's result directory as a new run", _add_push_arguments),
+        ("list", "list the complete runs, oldest first", _add_list_arguments),
+        ("pull", "download one run into an empty directory", _add_pull_arguments),
+        ("incomplete", "list runs that have objects but no manifest", _add_incomplete_arguments),
+        ("clean", "delete the objects of one incomplete run", _add_clean_arguments),
+    ]:
+        add_arguments(commands.add_parser(name, parents=[store], help=summary, description=summary))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Execute parsed arguments; any refusal or failure is one line on stderr, never a trace."""
+    handlers = {"push": _push, "list": _list, "pull": _pull, "incomplete": _incomplete,
+                "clean": _clean}  # fmt: skip
+    try:
+        handlers[args.archive_command](args)
+    except ArchiveError as error:
+        return _failed(args, error, error.exit_status)
+    except (OutputsError, ValidationError) as error:
+        return _failed(args, error, EXIT_USAGE)
+    except OSError as error:
+        return _failed(args, error, ArchiveError.exit_status)
+    return 0
+
+
+def _failed(args: argparse.Namespace, error: Exception, status: int) -> int:
+    reason = validation_summary(error) if isinstance(error, ValidationError) else str(error)
+    print(f"archive {args.archive_command}: error: {' '.join(reason.split())}", file=sys.stderr)
+    return status
+
+
+def _segment(value: str) -> str:
+    """A stack name or run id: one key segment, so that it cannot reach into another run."""
+    if not re.fullmatch(SEGMENT_PATTERN, value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a key segment (letters, digits, `.`, `_`, `-`; no `/`)"
+        )
+    return value
+
+
+def _minutes(value: str) -> timedelta:
+    try:
+        minutes = float(value)
+        if minutes < 0:
+            raise ValueError(value)
+        return timedelta(minutes=minutes)  # ValueError for nan, OverflowError for inf
+    except (ValueError, OverflowError):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a number of minutes (0 or more)"
+        ) from None
+
+
+def _store_options() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(add_help=False)
+    group = options.add_argument_group(
+        "store (credentials only from the AWS environment or profile)"
+    )
+    group.add_argument("--bucket", required=True, help="S3 bucket of the archive")
+    group.add_argument("--prefix", default=DEFAULT_PREFIX, help="key prefix (default: %(default)s)")
+    group.add_argument(
+        "--endpoint-url",
+        help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS)",
+    )
+    group.add_argument("--region", help="region (default: the AWS environment or profile)")
+    group.add_argument("--aws-profile", help="AWS profile (default: AWS_PROFILE)")
+    group.add_argument("--path-style", action="store_true", help="path-style bucket addressing")
+    return options
+
+
+def _add_push_arguments(push: argparse.ArgumentParser) -> None:
+    push.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    push.add_argument("--outputs", required=True, type=Path,
+                      help="stack outputs JSON the stage ran against (`pulumi stack output --json`)")  # fmt: skip
+    push.add_argument("--stage", required=True, choices=STAGES)
+    push.add_argument("--dir", required=True, type=Path, help="result directory to store")
+    push.add_argument("--run-id", type=_segment,
+                      help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)")  # fmt: skip
+    push.add_argument("--commit", help="git commit (default: `git rev-parse HEAD`)")
+    mode = push.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true",
+                      help="scan the files and print the keys a push would write; contact no store")  # fmt: skip
+    mode.add_argument("--resume", action="store_true",
+                      help="finish an interrupted push of --run-id from the same directory: keep "
+                      "the files stored that match, upload the rest, then the manifest")  # fmt: skip
+
+
+def _add_list_arguments(listing: argparse.ArgumentParser) -> None:
+    listing.add_argument("--stack", type=_segment, help="only this stack")
+    listing.add_argument("--profile", choices=PROFILES)
+    listing.add_argument("--stage", choices=STAGES)
+
+
+def _add_pull_arguments(pull: argparse.ArgumentParser) -> None:
+    pull.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    pull.add_argument("--profile", required=True, choices=PROFILES)
+    pull.add_argument("--stage", default=Stage.PERF.value, choices=STAGES)
+    which = pull.add_mutually_exclusive_group(required=True)
+    which.add_argument("--run-id", type=_segment, help="the run to download")
+    which.add_argument("--latest", action="store_true", help="the newest run")
+    pull.add_argument("--dest", required=True, type=Path,
+                      help="new or empty directory for the files")  # fmt: skip
+
+
+def _add_incomplete_arguments(incomplete: argparse.ArgumentParser) -> None:
+    incomplete.add_argument("--stack", type=_segment, help="only this stack")
+
+
+def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
+    clean.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    clean.add_argument("--profile", required=True, choices=PROFILES)
+    clean.add_argument("--run-id", required=True, type=_segment, help="the incomplete run")
+    clean.add_argument("--stage", required=True, choices=STAGES)
+    clean.add_argument("--older-than", type=_minutes, default=DEFAULT_MIN_AGE, metavar="MINUTES",
+                       help="only if nothing of the run was written in the last MINUTES, since "
+                       f"a push may still be running (default: {DEFAULT_MINUTES:g}; 0 to skip)")  # fmt: skip
+    clean.add_argument("--dry-run", action="store_true", help="print the keys; delete nothing")
+
+
+def _location(args: argparse.Namespace) -> ArchiveLocation:
+    return ArchiveLocation(
+        bucket=args.bucket,
+        prefix=args.prefix,
+        endpoint_url=args.endpoint_url,
+        region=args.region,
+        aws_profile=args.aws_profile,
+        path_style=args.path_style,
+    )
+
+
+def _push(args: argparse.Namespace) -> None:
+    if args.resume and not args.run_id:
+        raise ArchiveUsageError("--resume needs the --run-id of the interrupted push")
+    location = _location(args)
+    record = RunRecord.create(
+        stack=args.stack,
+        stage=args.stage,
+        outputs=StackOutputs.load(args.outputs),
+        run_id=args.run_id,
+        commit=args.commit,
+    )
+    if args.dry_run:
+        for key in archive_plan(args.dir, record, location):
+            print(f"s3://{location.bucket}/{key}")
+        return
+    where = f"s3://{location.bucket}/{location.prefix}/{record.describe()}/"
+    if not args.resume:
+        stored = archive_run(args.dir, record, location)
+        print(f"archived {len(stored.files)} files of {args.dir} as {where}")
+    else:
+        outcome = resume_run(args.dir, record, location)
+        if outcome.already_complete:
+            print(f"{where} was already complete with the files of {args.dir}: nothing uploaded")
+        else:
+            print(f"archived {len(outcome.record.files)} files of {args.dir} as {where} "
+                  f"({outcome.kept} kept from the interrupted push, {outcome.uploaded} uploaded)")  # fmt: skip
+    print(f"run id: {record.run_id}")
+
+
+def _list(args: argparse.Namespace) -> None:
+    runs = list_runs(_location(args), args.stack, args.profile, args.stage)
+    header = ("created (UTC)", "stack", "profile", "stage", "run id", "commit", "files")
+    rows = [
+        (f"{run.created_at:%Y-%m-%d %H:%M:%S}", run.stack, run.profile.value, run.stage.value,
+         run.run_id, run.commit[:12], str(len(run.files)))
+        for run in runs
+    ]  # fmt: skip
+    _print_table(header, rows, empty="(no complete runs)")
+
+
+def _pull(args: argparse.Namespace) -> None:
+    location = _location(args)
+    if args.latest:
+        record = latest_run(location, args.stack, args.profile, args.stage)
+    else:
+        record = fetch_record(location, args.stack, args.profile, args.run_id, args.stage)
+    directory = download_record(location, record, args.dest)
+    print(f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}")
+
+
+def _incomplete(args: argparse.Namespace) -> None:
+    runs = list_incomplete_runs(_location(args), args.stack)
+    header = ("last written (UTC)", "stack", "profile", "stage", "run id", "objects", "bytes")
+    rows = [
+        (f"{run.last_written:%Y-%m-%d %H:%M:%S}", run.place.stack, run.place.profile,
+         run.place.stage, run.place.run_id, str(run.objects), str(run.size))
+        for run in runs
+    ]  # fmt: skip
+    _print_table(header, rows, empty="(no incomplete runs)")
+    if runs:
+        print("finish one with `archive push --resume --run-id R` (the push's other arguments) "
+              "or delete it with `archive clean --stack S --profile P --run-id R --stage X`")  # fmt: skip
+
+
+def _clean(args: argparse.Namespace) -> None:
+    location = _location(args)
+    keys = clean_incomplete_run(
+        location, args.stack, args.profile, args.run_id, args.stage,
+        min_age=args.older_than, dry_run=args.dry_run,
+    )  # fmt: skip
+    run = f"{args.stack}/{args.profile}/{args.run_id}/{args.stage}"
+    if args.dry_run:
+        for key in keys:
+            print(f"s3://{location.bucket}/{key}")
+        print(f"would delete {len(keys)} objects of the incomplete run {run}")
+    else:
+        print(f"deleted {len(keys)} objects of the incomplete run {run}")
+
+
+def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> None:
+    table = [header, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if not rows:
+        print(empty)

@@ -1,0 +1,124 @@
+"""Pushing a result directory as one stage of one run: files first, the manifest last, nothing
+ever overwritten; and resuming a push that was interrupted before its manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from stages.archive.errors import ArchiveConflictError
+from stages.archive.layout import ArchiveLocation, RunPlace
+from stages.archive.listing import read_record
+from stages.archive.records import RunRecord
+from stages.archive.scan import CheckedFile, checked_files, unchanged_bytes
+from stages.archive.stores import ArchiveStore, open_bucket
+
+INTERRUPTED_ADVICE = (
+    "If an earlier push of this run was interrupted, finish it with `archive push --resume` "
+    "(same arguments and run id) or delete it with `archive clean`; otherwise push with a new "
+    "run id."
+)
+CHANGED_ADVICE = (
+    "Push with a new run id, or delete the incomplete run with `archive clean` and push again."
+)
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    """What a resumed push did: the stored record, files uploaded now and files kept."""
+
+    record: RunRecord
+    uploaded: int
+    kept: int
+    already_complete: bool = False
+
+
+def archive_plan(directory: Path, record: RunRecord, location: ArchiveLocation) -> list[str]:
+    """The keys `archive_run` would write, manifest last, after the same secret scan; touches
+    no store (`archive push --dry-run`)."""
+    checked, stored = _prepared(directory, record)
+    place = RunPlace.of(stored)
+    files = [place.file_key(location, entry.name) for entry, _ in checked]
+    return [*files, place.manifest_key(location)]
+
+
+def archive_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> RunRecord:
+    """Upload every file below `directory` as one stage of one run, then its manifest.
+
+    Returns the record as stored (with the file list). Raises ArchiveConflictError if any key of
+    the run already exists, ArchiveError for secrets in the files or a store that cannot be used.
+    """
+    checked, stored = _prepared(directory, record)
+    bucket = open_bucket(location)
+    manifest_key = RunPlace.of(stored).manifest_key(location)
+    if bucket.exists(manifest_key):
+        raise bucket.conflict(manifest_key)
+    _upload(bucket, stored, checked)
+    return stored
+
+
+def resume_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> PushOutcome:
+    """Finish an interrupted push of the same run from the same directory.
+
+    Files already stored are kept if they are exactly the local ones (size and sha256) and the
+    missing ones uploaded, still with If-None-Match; any stored file that differs, or that the
+    directory no longer has, is a conflict found before anything is uploaded. The manifest is
+    written last. A run that is already complete with the same files is left as it is.
+    """
+    checked, stored = _prepared(directory, record)
+    bucket = open_bucket(location)
+    place = RunPlace.of(stored)
+    manifest_key = place.manifest_key(location)
+    if bucket.exists(manifest_key):
+        complete = read_record(bucket, manifest_key)
+        if complete.files != stored.files:
+            advice = f"The run is complete, with other files than {directory}: use a new run id."
+            raise bucket.conflict(manifest_key, advice)
+        return PushOutcome(complete, uploaded=0, kept=len(checked), already_complete=True)
+    missing = _not_yet_stored(bucket, place, checked, directory)
+    _upload(bucket, stored, missing)
+    return PushOutcome(stored, uploaded=len(missing), kept=len(checked) - len(missing))
+
+
+def _prepared(directory: Path, record: RunRecord) -> tuple[list[CheckedFile], RunRecord]:
+    """The directory's files, scanned, and the record that will list them."""
+    checked = checked_files(directory)
+    return checked, record.model_copy(update={"files": tuple(entry for entry, _ in checked)})
+
+
+def _upload(bucket: ArchiveStore, stored: RunRecord, files: list[CheckedFile]) -> None:
+    """The files, then the manifest: listing looks only at manifests, so a run is never seen
+    before all its files are stored."""
+    place = RunPlace.of(stored)
+    for entry, path in files:
+        key = place.file_key(bucket.location, entry.name)
+        bucket.put_new(key, unchanged_bytes(entry, path), INTERRUPTED_ADVICE)
+    manifest = stored.model_dump_json(indent=2).encode()
+    bucket.put_new(place.manifest_key(bucket.location), manifest)
+
+
+def _not_yet_stored(
+    bucket: ArchiveStore, place: RunPlace, checked: list[CheckedFile], directory: Path
+) -> list[CheckedFile]:
+    """The local files no earlier push stored; every stored one must be exactly a local file."""
+    location = bucket.location
+    stored_sizes = {item.key: item.size for item in bucket.objects(place.files_prefix(location))}
+    local_keys = {place.file_key(location, entry.name) for entry, _ in checked}
+    strangers = sorted(stored_sizes.keys() - local_keys)
+    if strangers:
+        more = f" (and {len(strangers) - 1} more)" if len(strangers) > 1 else ""
+        raise ArchiveConflictError(
+            f"{bucket.url(strangers[0])}{more} is stored for this run but not in {directory}: "
+            f"the directory changed since the interrupted push. {CHANGED_ADVICE}"
+        )
+    missing = []
+    for entry, path in checked:
+        key = place.file_key(location, entry.name)
+        if key not in stored_sizes:
+            missing.append((entry, path))
+        elif stored_sizes[key] != entry.size or bucket.sha256(key) != entry.sha256:
+            raise ArchiveConflictError(
+                f"{bucket.url(key)} differs from {path} (size or sha256): the archive never "
+                f"overwrites a result. {CHANGED_ADVICE}"
+            )
+    return missing
