@@ -1,44 +1,113 @@
-# One-word entry points. `make lab` is the main job on this machine; `make test` is what CI runs.
+# One-word entry points. `make lab` is the main job on this machine; `make test` is what CI runs;
+# `make check` is the fast subset (static checks and every test that needs no lab).
+#
+# Virtualenvs (the groups are declared in pyproject.toml, the locks are made by `make lock`):
+#   .venv         requirements.txt          deploy only: what `pulumi up` runs in (Pulumi.yaml)
+#   .venv-dev     requirements-dev.lock     deploy + stages + dev: lab, stages, tools, tests, checks
+#   .venv-stages  requirements-stages.lock  deploy + stages, for a machine that only runs the test
+#                                           stages against a cluster (`make stages-venv`)
+# Each is rebuilt from scratch when its lock changes, so it never holds a package its lock dropped.
 SHELL := /bin/bash
 PYTHON ?= python3
+STACK ?= dev
+# pytest workers for `make check` (pytest-xdist): one per core; 0 runs the tests in this process.
+PYTEST_WORKERS ?= auto
+PIP_QUIET := --quiet --disable-pip-version-check --no-input
+
 VENV := .venv
 PY := $(VENV)/bin/python
-STACK ?= dev
+DEV_VENV := .venv-dev
+DEV_PY := $(DEV_VENV)/bin/python
+STAGES_VENV := .venv-stages
 
-.PHONY: venv lab lab-setup lab-benchmark test render policy-venv clean
+# What `make check` type-checks with mypy --strict: every module outside tests/.
+MYPY_PATHS := components tools $(wildcard policy/rules.py policy/rules) lab stages __main__.py
 
-# The Pulumi program's environment: every package pinned in requirements.txt.
+.PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark render policy-venv \
+	clean
+
+# new_venv DIR LOCK: a fresh virtualenv at DIR with exactly LOCK installed. Its own .gitignore keeps
+# git (and so ruff) out of it; pip itself is first brought to the dev lock's version (faster).
+define new_venv
+	rm -rf $(1)
+	$(PYTHON) -m venv $(1)
+	echo '*' > $(1)/.gitignore
+	$(1)/bin/python -m pip install $(PIP_QUIET) --constraint requirements-dev.lock pip
+	$(1)/bin/python -m pip install $(PIP_QUIET) -r $(2)
+	touch $(1)/.installed
+endef
+
+# The Pulumi program's environment: the deploy lock and nothing else.
 $(VENV)/.installed: requirements.txt
+	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(PY) -m pip install $(PIP_QUIET) -r requirements.txt
 	touch $@
 
 venv: $(VENV)/.installed
+
+# Lab, stages, tools and tests.
+$(DEV_VENV)/.installed: requirements-dev.lock
+	$(call new_venv,$(DEV_VENV),requirements-dev.lock)
+
+dev-venv: $(DEV_VENV)/.installed
+
+# The test stages alone (the pipeline's smoke, perf and report jobs after `pulumi up`).
+$(STAGES_VENV)/.installed: requirements-stages.lock
+	$(call new_venv,$(STAGES_VENV),requirements-stages.lock)
+
+stages-venv: $(STAGES_VENV)/.installed
+
+# The three locks from pyproject.toml's groups ([tool.pip-tools] holds pip-compile's settings). The
+# dev lock is resolved first (its old pins are kept unless UPGRADE=1, or UPGRADE_PACKAGE=name); the
+# stages and deploy locks are then held to its versions, so a package has one version in all three.
+# The constraint is left out of their `# via` notes (perl). policy/requirements.txt, the policy
+# pack's own lock, must keep the versions it shares with these (tests/test_dependencies.py).
+LOCK := CUSTOM_COMPILE_COMMAND="make lock" $(DEV_VENV)/bin/pip-compile --quiet
+lock: $(DEV_VENV)/.installed
+	$(LOCK) $(if $(UPGRADE),--upgrade) $(if $(UPGRADE_PACKAGE),--upgrade-package $(UPGRADE_PACKAGE)) \
+		--extra stages --extra dev --output-file requirements-dev.lock pyproject.toml
+	$(LOCK) --extra stages --constraint requirements-dev.lock \
+		--output-file requirements-stages.lock pyproject.toml
+	$(LOCK) --constraint requirements-dev.lock --output-file requirements.txt pyproject.toml
+	perl -0pi -e 's/# via\n    #   -c requirements-dev\.lock\n    #   (\S[^\n]*)\n(?!    #   )/# via $$1\n/g; s/\n    #   -c requirements-dev\.lock(?=\n)//g' \
+		requirements-stages.lock requirements.txt
+
+# Fast feedback, no lab needed: lint, format, types, import layers, and every test not marked `lab`
+# (tests/conftest.py marks every test that uses the lab).
+check: $(DEV_VENV)/.installed
+	$(DEV_VENV)/bin/ruff check --no-fix .
+	$(DEV_VENV)/bin/ruff format --check --diff .
+	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS)
+	if [ -f .importlinter ]; then $(DEV_VENV)/bin/lint-imports; fi
+	$(DEV_PY) -m pytest -m "not lab" -n $(PYTEST_WORKERS)
+
+# Everything: `make check`, then the lab's own environments and the tests that run the lab graph
+# (one at a time: each starts a graph of processes). pytest's exit status 5 (no test collected) is a
+# failure (tests/conftest.py).
+test: check lab-setup
+	$(DEV_PY) -m pytest -m lab
 
 # The local lab's own environments (Dynamo 1.6.1 and AIPerf 0.13.0 venvs, tiny model) in .lab/.
 lab-setup:
 	bash lab/setup.sh
 
 # The main job: the lab graph for both profiles, smoke + AIPerf on each, the A/B report in build/lab/.
-lab: venv lab-setup
-	$(PY) -m lab ab
+lab: $(DEV_VENV)/.installed lab-setup
+	$(DEV_PY) -m lab ab
 
 # Wall time of `make lab` from a fresh copy of the project, and the lab graph's memory.
-lab-benchmark: venv
-	$(PY) -m lab.benchmark --fresh-copy
-
-# The whole suite, lab integration tests included (they need lab-setup).
-test: venv lab-setup
-	bash scripts/test.sh
+lab-benchmark: $(DEV_VENV)/.installed
+	$(DEV_PY) -m lab.benchmark --fresh-copy
 
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
-render: venv
-	$(PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
+render: $(DEV_VENV)/.installed
+	$(DEV_PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
 
 # The policy pack's own virtualenv, which `pulumi preview --policy-pack policy` runs it in.
 policy-venv:
 	$(PYTHON) -m venv policy/venv
-	policy/venv/bin/pip install --quiet --disable-pip-version-check -r policy/requirements.txt
+	policy/venv/bin/pip install $(PIP_QUIET) -r policy/requirements.txt
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

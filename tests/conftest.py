@@ -15,13 +15,9 @@ import pytest
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
-from tools.offline import (
-    ProgramRun,
-    example_site_for,
-    owns_layer,
-    run_program,
-    shared_layer_outputs,
-)
+from tools.mock_engine import ProgramRun
+from tools.offline import run_program, shared_layer_outputs
+from tools.stack_files import example_site_for, owns_layer
 
 NGC_KEY = "nvapi-" + "test-key-0123456789abcdefXYZ"
 """A fake NGC key; tests search rendered objects, outputs and logs for it. Assembled at run time so
@@ -88,3 +84,22 @@ def start_graph(lab_install: LabInstall, tmp_path: Path) -> Iterator[Callable[..
     yield start
     for graph in graphs:
         graph.stop()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that needs the lab is marked `lab`, so `make check` (`-m "not lab"`) never starts
+    it and `make test` (`-m lab` after `make check`) runs it once. First, before `-m` deselects."""
+    for item in items:
+        if "lab_install" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.lab)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """pytest's exit status 5 (no test collected, or all deselected) fails the run with 1: a
+    `make check` or `make test` that tests nothing must not pass (tests/test_dependencies.py)."""
+    if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+        import sys
+
+        print("no test ran: exit status 5 becomes 1 (tests/conftest.py)", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
