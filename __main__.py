@@ -2,9 +2,9 @@
 
 import pulumi
 
+from components.config_parser import ConfigError
 from components.provider import kubernetes_provider
 from components.recipe import Recipe
-from components.settings import ConfigError
 from components.stack_config import load_stack_config
 
 try:

@@ -41,6 +41,11 @@ class StackOutputs(BaseModel):
     session_affinity_ttl_seconds: int | None = None
     session_header: str | None = None
     worker_replicas: int
+    worker_gpus: int = Field(
+        default=1,
+        ge=0,
+        description="GPUs per worker (0 in the lab): the graph takes replicas x this",
+    )
     model_cache_claim: str | None = None
     port_forward_command: str | None = None
     kube_context: str | None = Field(
@@ -63,6 +68,11 @@ class StackOutputs(BaseModel):
                 f"got {self.session_header!r}"
             )
         return self
+
+    @property
+    def graph_gpus(self) -> int:
+        """GPUs the graph holds while it is deployed."""
+        return self.worker_replicas * self.worker_gpus
 
     @classmethod
     def keys(cls) -> tuple[str, ...]:

@@ -8,8 +8,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import graph_manifest
+from components.args import GraphArgs
 from components.layer_manifests import SharedLayer
-from components.settings import StackSettings
 
 
 class GraphDeployment(pulumi.ComponentResource):
@@ -25,16 +25,16 @@ class GraphDeployment(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        args: GraphArgs,
         layer: pulumi.Input[SharedLayer],
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:GraphDeployment", name, None, opts)
         manifest = pulumi.Output.from_input(layer).apply(
-            lambda resolved: graph_manifest.graph_deployment(settings, resolved)
+            lambda resolved: graph_manifest.graph_deployment(args, resolved)
         )
-        timeout = f"{settings.graph_ready_timeout_seconds}s"
+        timeout = f"{args.ready_timeout_seconds}s"
         self.resource = k8s.apiextensions.CustomResource(
             name,
             api_version=graph_manifest.API_VERSION,

@@ -8,6 +8,7 @@ graphs differ only in their name and in the frontend's routing arguments.
 from __future__ import annotations
 
 from components import names
+from components.args import GraphArgs, WorkerArgs
 from components.layer_manifests import (
     Manifest,
     SharedLayer,
@@ -19,7 +20,6 @@ from components.layer_manifests import (
     with_extra_env,
 )
 from components.routing import frontend_args
-from components.settings import StackSettings
 
 API_VERSION = "nvidia.com/v1beta1"
 KIND = "DynamoGraphDeployment"
@@ -32,30 +32,30 @@ FRONTEND_RESOURCES = {
 }
 
 
-def graph_deployment(settings: StackSettings, layer: SharedLayer) -> Manifest:
+def graph_deployment(args: GraphArgs, layer: SharedLayer) -> Manifest:
     return {
         "apiVersion": API_VERSION,
         "kind": KIND,
         "metadata": {
-            "name": names.graph_name(settings.profile),
+            "name": names.graph_name(args.routing.profile),
             "namespace": layer.namespace,
             "labels": names.labels("inference-graph"),
             "annotations": {"pulumi.com/waitFor": "condition=Ready"},
         },
         "spec": {
             "backendFramework": "vllm",
-            "components": [frontend(settings, layer), worker(settings, layer)],
+            "components": [frontend(args, layer), worker(args.worker, layer)],
         },
     }
 
 
-def frontend(settings: StackSettings, layer: SharedLayer) -> Manifest:
+def frontend(args: GraphArgs, layer: SharedLayer) -> Manifest:
     container = {
         "name": names.MAIN_CONTAINER,
-        "image": settings.frontend_image,
+        "image": args.frontend_image,
         "imagePullPolicy": "IfNotPresent",
         "command": ["python3"],
-        "args": ["-m", "dynamo.frontend", *frontend_args(settings.routing)],
+        "args": ["-m", "dynamo.frontend", *frontend_args(args.routing)],
         # The NIM workers answer on the TCP request plane; the frontend must use the same.
         "env": [{"name": "DYN_REQUEST_PLANE", "value": "tcp"}],
         "resources": FRONTEND_RESOURCES,
@@ -68,9 +68,9 @@ def frontend(settings: StackSettings, layer: SharedLayer) -> Manifest:
     }
 
 
-def worker_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
+def worker_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
     recipe_env = [
-        *nim_selection_env(settings, layer),
+        *nim_selection_env(worker, layer),
         # Start dynamo.vllm as a Dynamo worker discovered through the Kubernetes API.
         {"name": "NIM_DYNAMO_WORKER", "value": "true"},
         {"name": "NIM_DISCOVERY_BACKEND", "value": "kubernetes"},
@@ -81,37 +81,37 @@ def worker_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
         # which Dynamo's media fetch refuses unless internal URLs are allowed.
         {"name": "DYN_MM_ALLOW_INTERNAL", "value": "1"},
     ]
-    return with_extra_env(recipe_env, settings.worker_extra_env)
+    return with_extra_env(recipe_env, worker.extra_env)
 
 
-def worker(settings: StackSettings, layer: SharedLayer) -> Manifest:
+def worker(args: WorkerArgs, layer: SharedLayer) -> Manifest:
     sizing = {
-        "cpu": settings.worker_cpu,
-        "memory": settings.worker_memory,
-        "nvidia.com/gpu": str(settings.worker_gpus),
+        "cpu": args.cpu,
+        "memory": args.memory,
+        "nvidia.com/gpu": str(args.gpus),
     }
     container = {
         "name": names.MAIN_CONTAINER,
-        "image": settings.worker_image,
+        "image": args.image,
         "imagePullPolicy": "IfNotPresent",
         "workingDir": "/opt/nim",
         "command": ["/bin/bash", "-lc"],
         "args": [NIM_ENTRYPOINT],
-        "env": worker_env(settings, layer),
+        "env": worker_env(args, layer),
         "resources": {"requests": sizing, "limits": sizing},
         "volumeMounts": [cache_mount()],
     }
     return {
         "name": names.WORKER_COMPONENT,
         "type": "worker",
-        "replicas": settings.worker_replicas,
+        "replicas": args.replicas,
         # The NIM's tag (e.g. 2.1.0) is not a Dynamo version; without this the operator would
         # read the tag as the Dynamo runtime version.
-        "runtimeVersionOverride": settings.worker_dynamo_runtime_version,
-        "sharedMemorySize": settings.worker_shared_memory_size,
+        "runtimeVersionOverride": args.runtime_version,
+        "sharedMemorySize": args.shared_memory,
         "podTemplate": {
             "spec": {
-                **gpu_placement(settings, layer),
+                **gpu_placement(args, layer),
                 "terminationGracePeriodSeconds": 60,
                 "volumes": [cache_volume(layer)],
                 "containers": [container],

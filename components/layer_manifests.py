@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import names
-from components.settings import StackSettings
+from components.args import DownloadArgs, ModelCacheArgs, NamespaceArgs, WorkerArgs
 
 Manifest = dict[str, Any]
 
@@ -26,16 +26,6 @@ class SharedLayer:
     ngc_secret: str = names.NGC_SECRET
     registry_pull_secret: str | None = None
 
-    @classmethod
-    def from_settings(cls, settings: StackSettings) -> SharedLayer:
-        """The layer a self-contained stack creates for itself."""
-        pull_secret = names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
-        return cls(
-            settings.namespace,
-            settings.model_cache_claim,
-            registry_pull_secret=pull_secret,
-        )
-
 
 def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
     metadata: Manifest = {"name": name, "labels": names.labels(component)}
@@ -44,32 +34,32 @@ def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
     return metadata
 
 
-def namespace(settings: StackSettings) -> Manifest:
+def namespace(args: NamespaceArgs) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Namespace",
-        "metadata": _metadata(settings.namespace, None, "namespace"),
+        "metadata": _metadata(args.name, None, "namespace"),
     }
 
 
-def ngc_secret(settings: StackSettings, api_key: object) -> Manifest:
+def ngc_secret(namespace_name: str, api_key: object) -> Manifest:
     """Secret `ngc-api-secret` with key NGC_API_KEY, as the recipe's `kubectl create secret`."""
-    return _secret(names.NGC_SECRET, settings, "Opaque", {names.NGC_SECRET_KEY: api_key})
+    return _secret(names.NGC_SECRET, namespace_name, "Opaque", {names.NGC_SECRET_KEY: api_key})
 
 
-def registry_pull_secret(settings: StackSettings, docker_config: object) -> Manifest:
+def registry_pull_secret(namespace_name: str, docker_config: object) -> Manifest:
     """docker-registry Secret for a private mirror; `docker_config` from `docker_config_json`."""
     string_data = {".dockerconfigjson": docker_config}
     return _secret(
-        names.REGISTRY_PULL_SECRET, settings, "kubernetes.io/dockerconfigjson", string_data
+        names.REGISTRY_PULL_SECRET, namespace_name, "kubernetes.io/dockerconfigjson", string_data
     )
 
 
-def _secret(name: str, settings: StackSettings, type_: str, string_data: Manifest) -> Manifest:
+def _secret(name: str, namespace_name: str, type_: str, string_data: Manifest) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "Secret",
-        "metadata": _metadata(name, settings.namespace, "credentials"),
+        "metadata": _metadata(name, namespace_name, "credentials"),
         "type": type_,
         "stringData": string_data,
     }
@@ -82,26 +72,24 @@ def docker_config_json(server: str, username: str, password: str) -> str:
     return json.dumps({"auths": {server: entry}}, sort_keys=True)
 
 
-def model_cache_claim(settings: StackSettings) -> Manifest:
+def model_cache_claim(args: ModelCacheArgs) -> Manifest:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(settings.model_cache_claim, settings.namespace, "model-cache"),
+        "metadata": _metadata(args.claim, args.namespace, "model-cache"),
         "spec": {
             "accessModes": ["ReadWriteMany"],
-            "storageClassName": settings.model_cache_storage_class,
-            "resources": {"requests": {"storage": settings.model_cache_size}},
+            "storageClassName": args.storage_class,
+            "resources": {"requests": {"storage": args.size}},
         },
     }
 
 
-def nim_selection_env(settings: StackSettings, layer: SharedLayer) -> list[Manifest]:
+def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
     """What the NIM reads to pick the model profile; shared by the download Job and the workers,
     so both resolve the same profile into the same cache."""
     pinned = (
-        [{"name": "NIM_MODEL_PROFILE", "value": settings.nim_model_profile}]
-        if settings.nim_model_profile
-        else []
+        [{"name": "NIM_MODEL_PROFILE", "value": worker.nim_profile}] if worker.nim_profile else []
     )
     return [
         {"name": "NIM_MODEL_TYPE", "value": "reasoner"},
@@ -116,7 +104,7 @@ def nim_selection_env(settings: StackSettings, layer: SharedLayer) -> list[Manif
     ]
 
 
-def with_extra_env(env: list[Manifest], extra: list[str]) -> list[Manifest]:
+def with_extra_env(env: list[Manifest], extra: tuple[str, ...]) -> list[Manifest]:
     """`env` with NAME=value overrides applied: a same-name entry is replaced in place."""
     overrides = dict(item.split("=", 1) for item in extra)
     merged = [
@@ -146,16 +134,14 @@ def pull_secrets(layer: SharedLayer) -> Manifest:
     return {"imagePullSecrets": [{"name": layer.registry_pull_secret}]}
 
 
-def gpu_placement(settings: StackSettings, layer: SharedLayer) -> Manifest:
+def gpu_placement(worker: WorkerArgs, layer: SharedLayer) -> Manifest:
     """Pod spec fields that put a GPU pod on the cluster's GPU nodes: pull secret, selector,
     tolerations. The recipe's overlay table, as config; used by the workers and the download Job."""
     placement: Manifest = pull_secrets(layer)
-    if settings.worker_node_selector:
-        placement["nodeSelector"] = dict(
-            item.split("=", 1) for item in settings.worker_node_selector
-        )
-    if settings.worker_tolerations:
-        placement["tolerations"] = [_toleration(item) for item in settings.worker_tolerations]
+    if worker.node_selector:
+        placement["nodeSelector"] = dict(item.split("=", 1) for item in worker.node_selector)
+    if worker.tolerations:
+        placement["tolerations"] = [_toleration(item) for item in worker.tolerations]
     return placement
 
 
@@ -181,7 +167,7 @@ NIM_POD_SECURITY_CONTEXT = {
 does not get: without it, the download may not be able to write to a fresh ReadWriteMany volume."""
 
 
-def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
+def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
     """The Job that fills the cache with the same pinned image and NIM selection as the workers.
 
     Its memory is the workers' (`workerMemory`): the NIM counts a pod's memory limit as system
@@ -189,15 +175,15 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
     not select. Its deadline is Pulumi's wait, so a Job a timed-out update leaves behind stops
     and frees its GPU instead of holding it until the next `pulumi up`.
     """
-    gpus = _gpu(settings.model_download_gpus)
-    memory = {"memory": settings.worker_memory}
+    gpus = _gpu(args.gpus)
+    memory = {"memory": args.worker.memory}
     container = {
         "name": "download",
-        "image": settings.worker_image,
+        "image": args.worker.image,
         "imagePullPolicy": "IfNotPresent",
         "workingDir": "/opt/nim",
-        "command": list(settings.model_download_command),
-        "env": with_extra_env(nim_selection_env(settings, layer), settings.worker_extra_env),
+        "command": list(args.command),
+        "env": with_extra_env(nim_selection_env(args.worker, layer), args.worker.extra_env),
         "resources": {
             "requests": {"cpu": "4"} | memory | gpus,
             "limits": {"cpu": "8"} | memory | gpus,
@@ -211,13 +197,13 @@ def model_download_job(settings: StackSettings, layer: SharedLayer) -> Manifest:
         | {"annotations": {"pulumi.com/replaceUnready": "true"}},
         "spec": {
             "backoffLimit": 3,
-            "activeDeadlineSeconds": settings.model_download_timeout_seconds,
+            "activeDeadlineSeconds": args.timeout_seconds,
             "template": {
                 "metadata": {"labels": names.labels("model-download")},
                 "spec": {
                     "restartPolicy": "Never",
                     "securityContext": NIM_POD_SECURITY_CONTEXT,
-                    **gpu_placement(settings, layer),
+                    **gpu_placement(args.worker, layer),
                     "containers": [container],
                     "volumes": [cache_volume(layer)],
                 },

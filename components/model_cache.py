@@ -23,7 +23,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import layer_manifests
-from components.settings import StackSettings
+from components.args import ModelCacheArgs
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -34,18 +34,18 @@ class ModelCache(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        args: ModelCacheArgs,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:ModelCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
-        if settings.model_cache_mode == "existing":
+        if not args.create:
             claim = k8s.core.v1.PersistentVolumeClaim.get(
-                name, f"{settings.namespace}/{settings.model_cache_claim}", opts=child
+                name, f"{args.namespace}/{args.claim}", opts=child
             )
         else:
-            manifest = layer_manifests.model_cache_claim(settings)
+            manifest = layer_manifests.model_cache_claim(args)
             claim = k8s.core.v1.PersistentVolumeClaim(
                 name,
                 metadata=manifest["metadata"],

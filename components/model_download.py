@@ -9,8 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import layer_manifests
+from components.args import DownloadArgs
 from components.layer_manifests import SharedLayer
-from components.settings import StackSettings
 
 
 class ModelDownload(pulumi.ComponentResource):
@@ -34,14 +34,14 @@ class ModelDownload(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        args: DownloadArgs,
         layer: SharedLayer,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:ModelDownload", name, None, opts)
-        manifest = layer_manifests.model_download_job(settings, layer)
-        timeout = f"{settings.model_download_timeout_seconds}s"
+        manifest = layer_manifests.model_download_job(args, layer)
+        timeout = f"{args.timeout_seconds}s"
         self.job = k8s.batch.v1.Job(
             name,
             metadata=manifest["metadata"],

@@ -8,7 +8,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import layer_manifests
-from components.settings import StackSettings
+from components.args import NamespaceArgs
 
 
 class Namespace(pulumi.ComponentResource):
@@ -27,19 +27,19 @@ class Namespace(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        args: NamespaceArgs,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:Namespace", name, None, opts)
-        if settings.create_namespace:
-            manifest = layer_manifests.namespace(settings)
+        if args.create:
+            manifest = layer_manifests.namespace(args)
             namespace = k8s.core.v1.Namespace(
                 name,
                 metadata=manifest["metadata"],
-                opts=pulumi.ResourceOptions(parent=self, protect=settings.manages_model_cache),
+                opts=pulumi.ResourceOptions(parent=self, protect=args.protect),
             )
             # Always set: the manifest names the namespace explicitly.
             self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata.name))
         else:
-            self.name = pulumi.Output.from_input(settings.namespace)
+            self.name = pulumi.Output.from_input(args.name)
         self.register_outputs({"name": self.name})

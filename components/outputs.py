@@ -35,6 +35,7 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         session_affinity_ttl_seconds=routing.affinity_ttl_seconds,
         session_header=routing.session_header,
         worker_replicas=settings.worker_replicas,
+        worker_gpus=settings.worker_gpus,
         model_cache_claim=layer.model_cache_claim,
         port_forward_command=(
             f"kubectl --context {settings.kube_context} -n {layer.namespace} "

@@ -12,7 +12,15 @@ from typing import Any
 
 import pulumi
 
-from components import outputs
+from components import names, outputs
+from components.args import (
+    DownloadArgs,
+    GraphArgs,
+    ModelCacheArgs,
+    NamespaceArgs,
+    SecretsArgs,
+    WorkerArgs,
+)
 from components.contract import StackOutputs
 from components.graph_deployment import GraphDeployment
 from components.layer_manifests import SharedLayer
@@ -46,7 +54,7 @@ class Recipe(pulumi.ComponentResource):
         if settings.deploy_graph:
             GraphDeployment(
                 f"{name}-graph",
-                settings,
+                graph_args(settings),
                 layer,
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
@@ -65,13 +73,20 @@ class Recipe(pulumi.ComponentResource):
         layer's exports for profile stacks."""
         if secrets is None:
             raise ValueError("a stack that creates the shared layer needs the secret values")
-        layer = SharedLayer.from_settings(settings)
+        layer = own_layer(settings)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = Namespace(f"{name}-namespace", settings, opts=child)
+        namespace = Namespace(f"{name}-namespace", namespace_args(settings), opts=child)
+        secrets_args = SecretsArgs(
+            namespace=settings.namespace,
+            registry_server=settings.registry_server,
+            registry_username=settings.registry_username,
+        )
         created: list[pulumi.Resource] = [
             namespace,
-            Secrets(f"{name}-secrets", settings, secrets, depends_on=[namespace], opts=child),
-            ModelCache(f"{name}-model-cache", settings, depends_on=[namespace], opts=child),
+            Secrets(f"{name}-secrets", secrets_args, secrets, depends_on=[namespace], opts=child),
+            ModelCache(
+                f"{name}-model-cache", cache_args(settings), depends_on=[namespace], opts=child
+            ),
         ]
         exported = {
             key: pulumi.Output.from_input(value)
@@ -79,7 +94,11 @@ class Recipe(pulumi.ComponentResource):
         }
         if settings.model_download:
             download = ModelDownload(
-                f"{name}-model-download", settings, layer, depends_on=created, opts=child
+                f"{name}-model-download",
+                download_args(settings),
+                layer,
+                depends_on=created,
+                opts=child,
             )
             created.append(download)
             exported[outputs.WORKER_IMAGE_KEY] = download.image
@@ -90,6 +109,69 @@ class Recipe(pulumi.ComponentResource):
             exported[outputs.WORKER_IMAGE_KEY] = pulumi.Output.from_input(settings.worker_image)
             exported[outputs.CACHE_READY_KEY] = pulumi.Output.from_input(True)
         return layer, created, exported
+
+
+# --- what each component consumes, from the settings ---------------------------------------------
+
+
+def own_layer(settings: StackSettings) -> SharedLayer:
+    """The layer a self-contained stack creates for itself."""
+    pull_secret = names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
+    return SharedLayer(
+        settings.namespace, settings.model_cache_claim, registry_pull_secret=pull_secret
+    )
+
+
+def namespace_args(settings: StackSettings) -> NamespaceArgs:
+    return NamespaceArgs(
+        name=settings.namespace,
+        create=settings.create_namespace,
+        protect=settings.manages_model_cache,
+    )
+
+
+def cache_args(settings: StackSettings) -> ModelCacheArgs:
+    return ModelCacheArgs(
+        namespace=settings.namespace,
+        claim=settings.model_cache_claim,
+        create=settings.model_cache_mode == "create",
+        storage_class=settings.model_cache_storage_class,
+        size=settings.model_cache_size,
+    )
+
+
+def worker_args(settings: StackSettings) -> WorkerArgs:
+    return WorkerArgs(
+        image=settings.worker_image,
+        runtime_version=settings.worker_dynamo_runtime_version,
+        replicas=settings.worker_replicas,
+        gpus=settings.worker_gpus,
+        cpu=settings.worker_cpu,
+        memory=settings.worker_memory,
+        shared_memory=settings.worker_shared_memory_size,
+        node_selector=tuple(settings.worker_node_selector),
+        tolerations=tuple(settings.worker_tolerations),
+        extra_env=tuple(settings.worker_extra_env),
+        nim_profile=settings.nim_model_profile,
+    )
+
+
+def download_args(settings: StackSettings) -> DownloadArgs:
+    return DownloadArgs(
+        command=tuple(settings.model_download_command),
+        gpus=settings.model_download_gpus,
+        timeout_seconds=settings.model_download_timeout_seconds,
+        worker=worker_args(settings),
+    )
+
+
+def graph_args(settings: StackSettings) -> GraphArgs:
+    return GraphArgs(
+        routing=settings.routing,
+        frontend_image=settings.frontend_image,
+        worker=worker_args(settings),
+        ready_timeout_seconds=settings.graph_ready_timeout_seconds,
+    )
 
 
 def _read_shared_layer(

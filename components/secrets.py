@@ -9,8 +9,8 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import layer_manifests
+from components.args import SecretsArgs
 from components.layer_manifests import Manifest
-from components.settings import StackSettings
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Secrets(pulumi.ComponentResource):
     def __init__(
         self,
         name: str,
-        settings: StackSettings,
+        args: SecretsArgs,
         values: SecretValues,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
@@ -36,17 +36,17 @@ class Secrets(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
         self.ngc = _secret(
             f"{name}-ngc",
-            layer_manifests.ngc_secret(settings, values.ngc_api_key),
+            layer_manifests.ngc_secret(args.namespace, values.ngc_api_key),
             child,
         )
         self.registry: k8s.core.v1.Secret | None = None
-        if settings.uses_registry_mirror and values.registry_password is not None:
+        if args.registry_server and values.registry_password is not None:
             docker_config = values.registry_password.apply(
                 lambda password: layer_manifests.docker_config_json(
-                    settings.registry_server, settings.registry_username, password
+                    args.registry_server, args.registry_username, password
                 )
             )
-            manifest = layer_manifests.registry_pull_secret(settings, docker_config)
+            manifest = layer_manifests.registry_pull_secret(args.namespace, docker_config)
             self.registry = _secret(f"{name}-registry", manifest, child)
         self.register_outputs({})
 

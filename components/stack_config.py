@@ -5,14 +5,15 @@ from __future__ import annotations
 import pulumi
 from pulumi.runtime import config as runtime_config
 
+from components.config_parser import parse_stack_config
 from components.secrets import SecretValues
-from components.settings import PROJECT, StackSettings, parse_stack_config
+from components.settings import PROJECT, StackSettings
 
 
 def load_stack_config() -> tuple[StackSettings, SecretValues | None]:
     """Validate all config before any resource exists; secrets come back as secret Outputs.
 
-    Raises `components.settings.ConfigError`, whose message names each bad key and its fix.
+    Raises `components.config_parser.ConfigError`, whose message names each bad key and its fix.
     """
     raw = {**runtime_config.get_config_env(), **runtime_config.CONFIG.get()}
     secret_keys = set(runtime_config.get_config_secret_keys_env())

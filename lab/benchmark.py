@@ -1,13 +1,13 @@
 """Measure the lab end to end: install time, main command time, lab graph memory.
 
-    .venv/bin/python -m lab.benchmark                  # in place: bash lab/setup.sh, then lab ab
-    .venv/bin/python -m lab.benchmark --reinstall-lab  # in place, after deleting .lab/
-    .venv/bin/python -m lab.benchmark --fresh-copy     # as from a fresh clone, every install
+    .venv-dev/bin/python -m lab.benchmark                  # in place: lab/setup.sh, then lab ab
+    .venv-dev/bin/python -m lab.benchmark --reinstall-lab  # in place, after deleting .lab/
+    .venv-dev/bin/python -m lab.benchmark --fresh-copy     # as from a fresh clone, every install
 
 `--fresh-copy` copies the project's files (tracked and untracked, not ignored: what a clone would
-have once committed) into a temporary directory and there runs, timed: the project venv
-(`python3 -m venv .venv && pip install -r requirements.txt`), `bash lab/setup.sh`, and
-`.venv/bin/python -m lab ab`. `--cold-pip-cache` also disables pip's download cache. Memory is the
+have once committed) into a temporary directory and there runs, timed: `make dev-venv` (the venv
+`make lab` uses), `bash lab/setup.sh`, and `.venv-dev/bin/python -m lab ab`. `--cold-pip-cache`
+also disables pip's download cache. Memory is the
 lab graph's peak resident set (frontend + workers), sampled by `lab ab` every 0.5 s
 (`summary.json`). Results go to `build/lab/benchmark.json` and stdout. Targets: under 10 minutes
 including installs, the lab graph under 2 GiB.
@@ -88,10 +88,9 @@ class Measurement:
 def measure(root: Path, env: dict[str, str], install_project_venv: bool) -> Measurement:
     steps: dict[str, float] = {}
     if install_project_venv:
-        venv = "python3 -m venv .venv && .venv/bin/pip install --quiet -r requirements.txt"
-        steps["project venv"] = timed("project venv", ["bash", "-c", venv], root, env)
+        steps["project venv"] = timed("project venv", ["make", "dev-venv"], root, env)
     steps["lab setup"] = timed("lab setup", ["bash", "lab/setup.sh"], root, env)
-    main_command = [str(root / ".venv/bin/python"), "-m", "lab", "ab"]
+    main_command = [str(root / ".venv-dev/bin/python"), "-m", "lab", "ab"]
     steps["lab ab"] = timed("lab ab", main_command, root, env)
     summary = json.loads((root / "build/lab/summary.json").read_text())
     return Measurement(

@@ -1,8 +1,8 @@
 """Where `lab/setup.sh` installs the lab, and whether it is complete.
 
 The lab runs Dynamo and AIPerf from their own virtual environments under `.lab/` (both pin
-packages that conflict with the project's `.venv`), plus a tiny tokenizer model. The orchestrator
-runs in `.venv` and launches them by path.
+packages that conflict with the project's venvs), plus a tiny tokenizer model. The orchestrator
+runs in `.venv-dev` and launches them by path.
 """
 
 from __future__ import annotations
@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+
+from stages.errors import StageFailed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB_HOME = REPO_ROOT / os.environ.get("LAB_HOME", ".lab")
@@ -19,7 +21,7 @@ READY_STAMP = ".installed"
 """Written by setup.sh into each venv after its packages install and check cleanly."""
 
 
-class LabNotInstalled(RuntimeError):
+class LabNotInstalled(StageFailed):
     """The lab environment is missing or incomplete."""
 
 

@@ -36,14 +36,15 @@ import requests
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall
-from lab.processes import (
+from stages.errors import StageFailed
+from stages.incluster.processes import (
     GroupProcess,
     deferred_interrupts,
     groups_rss_bytes,
     start_group_process,
 )
+from stages.local.run import LOOPBACK, free_port
 
-LOOPBACK = "127.0.0.1"
 DEFAULT_WORKERS = 8
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.25
@@ -54,7 +55,7 @@ GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
 _INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 
 
-class LabGraphError(RuntimeError):
+class LabGraphError(StageFailed):
     """The graph did not come up; the message carries the tail of the process logs."""
 
 
@@ -73,13 +74,6 @@ class GraphSpec:
     @property
     def graph_name(self) -> str:
         return f"{GRAPH_NAME_PREFIX}-{self.routing.profile.value}"
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 def free_low_port(taken: set[int]) -> int:
@@ -137,6 +131,7 @@ def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs:
         session_affinity_ttl_seconds=spec.routing.affinity_ttl_seconds,
         session_header=spec.routing.session_header,
         worker_replicas=spec.workers,
+        worker_gpus=0,  # mock workers run on the CPU
         model_cache_claim=None,
         port_forward_command=None,
     )

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the local lab into .lab/ (gitignored), reproducibly and idempotently:
 #   .lab/dynamo-venv  Dynamo 1.6.1 (frontend + mock engine), from lab/requirements-dynamo.lock
-#   .lab/aiperf-venv  AIPerf 0.13.0 (benchmark client), from lab/requirements-aiperf.lock
+#   .lab/aiperf-venv  AIPerf 0.13.0 (benchmark client), from stages/requirements-aiperf.lock
+#                     (the stages' AIPerf: the cluster's perf pod installs the same lock)
 #   .lab/model        a tiny tokenizer model, built offline by lab/tiny_model.py
-# Both venvs are separate from the project's .venv, which this script never touches: Dynamo pins
+# Both venvs are separate from the project's venvs, which this script never touches: Dynamo pins
 # pydantic<=2.13.5 and kubernetes<33, AIPerf pins its own stack. A venv whose stamp matches its lock
 # file is left alone, so a second run takes a second or two.
 # Usage: bash lab/setup.sh        (PYTHON=python3.11 bash lab/setup.sh to choose the interpreter)
@@ -61,14 +62,14 @@ install_venv() {
 
 build_model() {
   local model="$LAB_HOME/model" log="$LOG_DIR/model.log" stamp
-  stamp="$(cat lab/tiny_model.py stages/standin.py lab/requirements-dynamo.lock | sha256sum | cut -d' ' -f1)"
+  stamp="$(cat lab/tiny_model.py lab/standin.py lab/requirements-dynamo.lock | sha256sum | cut -d' ' -f1)"
   if [[ -f "$model/.built" && "$(cat "$model/.built")" == "$stamp" ]]; then
     echo "lab setup: tiny model is up to date"
     return
   fi
   echo "lab setup: building the tiny model into $model"
   rm -rf "$model"
-  # -I would drop the repository from sys.path; run from the root so `stages.standin` imports.
+  # -I would drop the repository from sys.path; run from the root so `lab.standin` imports.
   HF_HUB_OFFLINE=1 "$LAB_HOME/dynamo-venv/bin/python" -m lab.tiny_model --out "$model" >"$log" 2>&1 \
     || fail_with_log "$log" "could not build the tiny model"
   echo "$stamp" >"$model/.built"
@@ -81,6 +82,6 @@ build_model() {
 # here; the frontend and mock engine never import it, so it is the one known pip check finding.
 install_venv dynamo-venv lab/requirements-dynamo.lock \
   "ai-dynamo 1.6.1 requires aisimulate, which is not installed."
-install_venv aiperf-venv lab/requirements-aiperf.lock "No broken requirements found."
+install_venv aiperf-venv stages/requirements-aiperf.lock "No broken requirements found."
 build_model
 echo "lab setup: ready ($LAB_HOME)"

@@ -4,7 +4,7 @@ The mock engine needs only what Dynamo reads to serve a model: `config.json` (el
 exits), `tokenizer.json` (else the frontend cannot pre-process chat requests) and
 `tokenizer_config.json` with a `chat_template` (else the frontend has no prompt formatter).
 There is no model hub here, so a byte-level BPE tokenizer is trained on a synthetic corpus made of
-the video stand-in words (`stages/standin.py`): each of those words becomes exactly one token, so a
+the video stand-in words (`lab/standin.py`): each of those words becomes exactly one token, so a
 stand-in prefix of N words is N prompt tokens.
 
 Run with the Dynamo venv's Python (it has `tokenizers`), from the repository root:
@@ -21,7 +21,7 @@ from pathlib import Path
 # Installed in the Dynamo venv only (this script runs there), hence no stubs for mypy here.
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
-from stages.standin import vocabulary
+from lab.standin import vocabulary
 
 MODEL_NAME = "tiny-llama"
 SPECIAL_TOKENS = [

@@ -1,5 +1,15 @@
 """Test stages: smoke, perf, report and archive, run against a stack's outputs (cluster or lab).
 
-Nothing heavy is imported here: the lab's tokenizer build imports `stages.standin` with the Dynamo
-venv's interpreter, which has none of the project's packages.
+Layers, each importing only those below it (checked by import-linter, `.importlinter`):
+
+    cli, options          the command line (`python -m stages`)
+    targets               chooses where a stage's program runs, from the outputs' `target`
+    cluster | local | archive
+                          as Kubernetes Jobs | as local processes | results in S3
+    core                  what every target shares: workload, AIPerf arguments, pod plans,
+                          verdicts, results, report (pure)
+    errors                every way a stage ends, with its exit status
+    incluster             the pod programs themselves (standard library only)
+
+The lab is above all of this and passes in what the local target needs (`local.run.LocalTools`).
 """

@@ -1,14 +1,15 @@
 """`python -m stages <stage> ...`: the test stages, against any stack-outputs file.
 
     pulumi stack output --json | python -m stages smoke --outputs -
-    python -m stages perf --outputs build/lab/outputs-round-robin.json --out build/perf/rr
+    python -m stages perf --outputs outputs.json --out build/perf/rr
     python -m stages report --results rr/results.json aff/results.json --out build/report
     python -m stages report --archive-bucket B --stacks round-robin session-affinity --out DIR
     python -m stages archive push --stack round-robin --outputs outputs.json --stage perf ...
+    python -m stages ab --archive-bucket my-results          # the whole A/B on a cluster
 
-The outputs' `target` chooses where smoke and perf run: `lab` on this machine, `cluster` as Jobs
-in the stack's namespace (see stages/targets.py). Each stage is one subcommand added by one
-`_add_<stage>` function; `archive` mounts the archive's own command line (stages/archive_cli.py).
+The outputs' `target` chooses where smoke and perf run (`stages.targets`): `cluster` as Jobs in
+the stack's namespace; `lab` as local processes, through the lab (`python -m lab stage ...`),
+which passes in its tools. Each stage is one subcommand added by one `_add_<stage>` function.
 """
 
 from __future__ import annotations
@@ -18,31 +19,33 @@ import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from components.contract import OutputsError, StackOutputs
-from stages.results import ProfileResults, ResultsError
-from stages.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD, RECIPE_WORKLOAD, PerfWorkload
+from stages import targets
+from stages.ab.cli import configure_parser as configure_ab_parser
+from stages.ab.cli import run as run_ab
+from stages.archive.cli import configure_parser as configure_archive_parser
+from stages.archive.cli import run as run_archive
+from stages.archive.layout import ArchiveLocation
+from stages.archive.report_inputs import fetch_pair, write_sources
+from stages.core.report import REPORT_FILE, write_report
+from stages.core.results import ProfileResults
+from stages.errors import EXIT_INTERRUPTED, EXIT_USAGE, StageError, exit_status_help
+from stages.incluster.processes import signals_as_keyboard_interrupt
+from stages.local.run import LocalTools
+from stages.options import (
+    add_cluster_arguments,
+    add_perf_cluster_arguments,
+    add_workload_arguments,
+    cluster_options,
+    workload_from_args,
+)
 
-if TYPE_CHECKING:
-    from stages.cluster import ClusterOptions
-
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 DEFAULT_PERF_DIR = Path("build/perf")
 SMOKE_MODEL_WAIT_SECONDS = 60.0
 PERF_MODEL_WAIT_SECONDS = 600.0
 
-EXIT_STATUS = """\
-exit status:
-  0  passed
-  1  the stage failed (the reason is on stderr; for smoke the last stdout line says it passed)
-  2  bad usage, or stack outputs that break the contract
-  3  cluster: the frontend never listed the served model (the Job's pod says so)
-  4  cluster: the Job did not finish within --timeout (or its activeDeadlineSeconds)
-  5  cluster: the Job's pod did not start within --start-timeout (image pull, scheduling, quota)
-  6  cluster: the Kubernetes API is unreachable or refuses (kubeconfig, context, credentials, RBAC)
-The lab target reports a frontend that never lists the model with status 1."""
+Handler = Callable[[argparse.Namespace, LocalTools | None], int]
 
 
 def load_outputs(source: str) -> StackOutputs:
@@ -50,116 +53,33 @@ def load_outputs(source: str) -> StackOutputs:
     return StackOutputs.load(sys.stdin if source == "-" else Path(source))
 
 
-def _concurrency_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected e.g. 1,2,4,8,16, got {text!r}") from error
-
-
-def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
-    """Workload options shared by `stages perf` and `lab ab`."""
-    group = parser.add_argument_group(
-        "workload (defaults: the reduced lab sweep for the lab, the recipe's sweep for a cluster)"
-    )
-    group.add_argument("--recipe-sizes", action="store_true",
-                       help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16")  # fmt: skip
-    group.add_argument("--videos", type=int, help="videos (sessions) per concurrency level")
-    group.add_argument("--questions", type=int, help="questions (requests) per video")
-    group.add_argument("--output-tokens", type=int, help="exact output tokens per request")
-    group.add_argument("--concurrency", type=_concurrency_list, dest="concurrencies",
-                       help="comma-separated levels, e.g. 1,2,4,8,16")  # fmt: skip
-    group.add_argument("--prefix-tokens", type=int, help="lab: tokens of a video's text stand-in")
-    group.add_argument("--turn-jitter-ms", type=int,
-                       help="random pause (0..N ms) before each follow-up question")  # fmt: skip
-    group.add_argument("--seed", type=int, help="random seed for datasets and AIPerf")
-
-
-def workload_from_args(args: argparse.Namespace, base: PerfWorkload | None = None) -> PerfWorkload:
-    """The workload the options describe, on top of `base` (default: the lab's sweeps)."""
-    if base is None:
-        base = LAB_RECIPE_WORKLOAD if args.recipe_sizes else LAB_WORKLOAD
-    fields = ("videos", "questions", "output_tokens", "concurrencies", "prefix_tokens",
-              "turn_jitter_ms", "seed")  # fmt: skip
-    overrides = {name: getattr(args, name) for name in fields if getattr(args, name) is not None}
-    return PerfWorkload.model_validate(base.model_dump() | overrides)
-
-
-def _add_cluster_arguments(parser: argparse.ArgumentParser, stage: str) -> argparse._ArgumentGroup:
-    from stages.cluster_jobs import POD_IMAGE
-
-    default_timeout = "900" if stage == "smoke" else "14400 (4 h)"
-    group = parser.add_argument_group("cluster target (outputs with target: cluster)")
-    group.add_argument("--kubeconfig", type=Path,
-                       help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")  # fmt: skip
-    group.add_argument("--context", help="kubeconfig context (default: the outputs' kubeContext)")
-    group.add_argument("--timeout", type=float,
-                       help=f"seconds for the whole Job, from submission (default {default_timeout})")  # fmt: skip
-    group.add_argument("--start-timeout", type=float, default=600.0,
-                       help="seconds for the Job's pod to start (default 600)")  # fmt: skip
-    group.add_argument("--image", default=POD_IMAGE,
-                       help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})")  # fmt: skip
-    group.add_argument("--pip-index-url", help="a PyPI mirror for the pod's pip (default: PyPI)")
-    group.add_argument("--run-id", help="label value tying the Job, pod and Service of one run")
-    return group
-
-
-def cluster_options(args: argparse.Namespace) -> ClusterOptions:
-    """`ClusterOptions` from the cluster arguments; perf adds its tokenizer and connections."""
-    from stages.cluster import ClusterOptions
-
-    perf_only = {
-        name: getattr(args, name)
-        for name in ("tokenizer", "connection_reuse")
-        if getattr(args, name, None) is not None
-    }
-    return ClusterOptions(
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        timeout_seconds=args.timeout,
-        start_timeout_seconds=args.start_timeout,
-        image=args.image,
-        pip_index_url=args.pip_index_url,
-        run_id=args.run_id,
-        **perf_only,
-    )
-
-
-def _smoke(args: argparse.Namespace) -> int:
-    from stages import targets
-
+def _smoke(args: argparse.Namespace, local: LocalTools | None) -> int:
     outputs = load_outputs(args.outputs)
     cluster = cluster_options(args)
     if args.dry_run:
-        print(targets.smoke_dry_run(outputs, args.wait_seconds, cluster))
+        print(targets.smoke_dry_run(outputs, args.wait_seconds, cluster, local))
         return 0
-    answer = targets.run_smoke(outputs, args.wait_seconds, cluster)
+    answer = targets.run_smoke(outputs, args.wait_seconds, cluster, local)
     print(f"Smoke test passed: {answer}")
     return 0
 
 
-def _perf(args: argparse.Namespace) -> int:
-    from stages import targets
-
+def _perf(args: argparse.Namespace, local: LocalTools | None) -> int:
     outputs = load_outputs(args.outputs)
-    base = RECIPE_WORKLOAD if outputs.target == "cluster" else None
-    workload = workload_from_args(args, base)
+    workload = workload_from_args(
+        args, targets.default_workload(outputs, local), targets.recipe_workload(outputs, local)
+    )
     out_dir = args.out or DEFAULT_PERF_DIR / outputs.profile.value
     cluster = cluster_options(args)
     if args.dry_run:
-        print(targets.perf_dry_run(outputs, workload, out_dir, args.wait_seconds, cluster,
-                                   args.tokenizer))  # fmt: skip
+        print(targets.perf_dry_run(outputs, workload, out_dir, args.wait_seconds, cluster, local))
         return 0
-    results = targets.run_perf(
-        outputs, workload, out_dir, args.wait_seconds, cluster, args.aiperf, args.tokenizer
-    )
+    results = targets.run_perf(outputs, workload, out_dir, args.wait_seconds, cluster, local)
     print(f"perf results: {out_dir / 'results.json'} ({len(results.levels)} levels)")
     return 0
 
 
-def _report(args: argparse.Namespace) -> int:
-    from stages.report import REPORT_FILE, write_report
-
+def _report(args: argparse.Namespace, local: LocalTools | None) -> int:
     if args.archive_bucket:
         first, second = _archived_results(args)
     else:
@@ -172,9 +92,6 @@ def _report(args: argparse.Namespace) -> int:
 
 def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, ProfileResults]:
     """The two stacks' perf results from the archive; `sources.json` records which runs."""
-    from stages.archive import ArchiveLocation
-    from stages.archive_report import fetch_pair, write_sources
-
     location = ArchiveLocation(
         bucket=args.archive_bucket, prefix=args.archive_prefix, endpoint_url=args.archive_endpoint
     )
@@ -186,8 +103,8 @@ def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, Profile
     return pair[0].results, pair[1].results
 
 
-def _outputs_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--outputs", required=True, help="stack-outputs JSON file, or - for stdin")
+def _archive(args: argparse.Namespace, local: LocalTools | None) -> int:
+    return run_archive(args)
 
 
 def _stage_parser(
@@ -197,9 +114,13 @@ def _stage_parser(
         name,
         help=summary,
         description=summary,
-        epilog=EXIT_STATUS,
+        epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+
+
+def _outputs_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--outputs", required=True, help="stack-outputs JSON file, or - for stdin")
 
 
 def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -208,30 +129,23 @@ def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     parser.add_argument("--wait-seconds", type=float, default=SMOKE_MODEL_WAIT_SECONDS,
                         help="how long to wait for /v1/models to list the model (default 60)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true",
-                        help="print the request body (lab) or the manifests (cluster); send nothing")  # fmt: skip
-    _add_cluster_arguments(parser, "smoke")
+                        help="print the program's config (lab) or the manifests (cluster); send nothing")  # fmt: skip
+    add_cluster_arguments(parser, default_timeout="900")
     parser.set_defaults(handler=_smoke)
 
 
 def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from stages.cluster_jobs import CLUSTER_TOKENIZER
-
     parser = _stage_parser(stages, "perf", "AIPerf concurrency sweep, parsed into results.json")
     _outputs_argument(parser)
     parser.add_argument(
         "--out", type=Path, help=f"artifacts directory (default {DEFAULT_PERF_DIR}/<profile>)"
     )
     parser.add_argument("--wait-seconds", type=float, default=PERF_MODEL_WAIT_SECONDS,
-                        help="cluster: how long the pod waits for /v1/models (default 600)")  # fmt: skip
-    parser.add_argument("--aiperf", type=Path, help="lab: AIPerf executable (default: the lab's)")
-    parser.add_argument("--tokenizer",
-                        help=f"AIPerf's tokenizer (default: the lab's tiny model; cluster: {CLUSTER_TOKENIZER})")  # fmt: skip
+                        help="how long the program waits for /v1/models (default 600)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true",
                         help="print the AIPerf commands (lab) or the manifests (cluster); run nothing")  # fmt: skip
     add_workload_arguments(parser)
-    cluster = _add_cluster_arguments(parser, "perf")
-    cluster.add_argument("--connection-reuse", choices=["never", "pooled", "sticky-user-sessions"],
-                         help="AIPerf's connections in the pod (default never, as in the lab)")  # fmt: skip
+    add_perf_cluster_arguments(add_cluster_arguments(parser, default_timeout="14400 (4 h)"))
     parser.set_defaults(handler=_perf)
 
 
@@ -257,26 +171,32 @@ def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.set_defaults(handler=_report, report_parser=parser)
 
 
-def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from stages import archive_cli
+def _add_ab(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    summary = "the recipe's A/B on a cluster: each profile deployed, tested, archived, taken down"
+    parser = _stage_parser(stages, "ab", summary)
+    configure_ab_parser(parser)
+    parser.set_defaults(handler=_ab)
 
+
+def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
+    return run_ab(args)
+
+
+def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = stages.add_parser("archive", help="store stage results in S3; list and download them")
-    archive_cli.configure_parser(parser)
-    parser.set_defaults(handler=archive_cli.run)
+    configure_archive_parser(parser)
+    parser.set_defaults(handler=_archive)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m stages",
         description=__doc__.splitlines()[0],
-        epilog=EXIT_STATUS,
+        epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     stages = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
-    adders: list[Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = [
-        _add_smoke, _add_perf, _add_report, _add_archive,
-    ]  # fmt: skip
-    for add in adders:
+    for add in (_add_smoke, _add_perf, _add_report, _add_archive, _add_ab):
         add(stages)
     return parser
 
@@ -290,26 +210,22 @@ def _check_report_arguments(args: argparse.Namespace) -> None:
         )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, local: LocalTools | None = None) -> int:
+    """Run one stage; returns its exit status. `local`: the tools of a graph on this machine
+    (the lab passes them; without them, outputs with `target: lab` are refused)."""
     args = build_parser().parse_args(argv)
     _check_report_arguments(args)
-    from stages.archive import ArchiveError
-    from stages.kube import ClusterStageError
-    from stages.perf import PerfError
-    from stages.report import ReportError
-    from stages.smoke import SmokeError
-    from stages.targets import TargetError
-
     label = "smoke test" if args.stage == "smoke" else args.stage
+    handler: Handler = args.handler
     try:
-        return int(args.handler(args))
+        with signals_as_keyboard_interrupt():
+            return handler(args, local)
     except OutputsError as error:
         print(f"{args.stage}: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except ClusterStageError as error:
+    except StageError as error:
         print(f"{label} FAILED: {error}", file=sys.stderr)
-        return error.exit_code
-    except (SmokeError, PerfError, ReportError, ResultsError, TargetError, ArchiveError,
-            RuntimeError) as error:  # fmt: skip
-        print(f"{label} FAILED: {error}", file=sys.stderr)
-        return EXIT_FAILED
+        return error.exit_status
+    except KeyboardInterrupt:
+        print(f"{label}: interrupted; everything it started was stopped", file=sys.stderr)
+        return EXIT_INTERRUPTED

@@ -1,91 +1,61 @@
 """Where a stage's client runs: the only part of a stage that depends on the target.
 
-Requests, AIPerf arguments, datasets and result parsing are the same for every target. What
-differs is the submission, chosen by the stack outputs' `target`:
+The pod programs, their config and plan, and the verdict are the same for every target. What
+differs is where the program runs, chosen by the stack outputs' `target`:
 
-- `lab`: the smoke client and AIPerf run on this machine and reach the graph on loopback;
-- `cluster`: they run as in-cluster Jobs in the stack's namespace (`stages.cluster`), because
-  the workers must fetch the videos from inside the cluster and the frontend's URL is a cluster
-  DNS name.
-
-Cluster modules are imported only when a cluster is the target, so the lab never needs them.
+- `cluster`: as an in-cluster Job in the stack's namespace (`stages.cluster`), because the
+  workers must fetch the videos from inside the cluster and the frontend's URL is a cluster name;
+- `lab`: as a local process against the graph on loopback (`stages.local`), with the tools the
+  lab passes in (`LocalTools`); the stages never import the lab.
 """
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
-from urllib.parse import urlsplit
 
 from components.contract import StackOutputs
-
-if TYPE_CHECKING:
-    from stages.cluster import ClusterOptions
-    from stages.results import ProfileResults
-    from stages.workload import PerfWorkload
-
-
-class TargetError(RuntimeError):
-    """The stage cannot run against this target from here."""
-
-
-def require_local_target(outputs: StackOutputs, stage: str) -> None:
-    """Guard of the lab runners: a cluster's outputs go through `run_smoke`/`run_perf` below."""
-    if outputs.target != "lab":
-        raise TargetError(
-            f"the local {stage} runner works for the lab only; against a cluster "
-            f"({outputs.graph_name} in {outputs.namespace}) the {stage} stage runs as an "
-            "in-cluster Job: use `python -m stages " + stage + "`"
-        )
+from stages.cluster import manifests
+from stages.cluster.run import ClusterOptions, perf_objects, run_cluster_perf, run_cluster_smoke
+from stages.cluster.run import smoke_objects as cluster_smoke_objects
+from stages.core.pod_plans import PlanSettings, PodPlace, perf_pod_plan, smoke_pod_config
+from stages.core.results import ProfileResults
+from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
+from stages.local.run import (
+    LocalTools,
+    require_local_tools,
+    run_local_perf,
+    run_local_smoke,
+)
 
 
-def require_cluster_reachable_frontend(outputs: StackOutputs, stage: str) -> None:
-    """Refuse cluster outputs whose frontend URL is a loopback address before submitting a Job.
-
-    Inside the pod, 127.0.0.1 or localhost is the pod itself, so the Job could never reach that
-    frontend: such outputs are a lab file (or a port-forward) marked `target: cluster` by hand.
-    """
-    host = urlsplit(outputs.frontend_url).hostname or ""
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
-        raise TargetError(
-            f"the {stage} stage runs against a cluster as an in-cluster Job, which cannot reach "
-            f"the frontend at {outputs.frontend_url} (a loopback address inside the pod is the pod "
-            "itself): use the stack's outputs (`pulumi stack output --json`), or `target: lab`"
-        )
+def default_workload(outputs: StackOutputs, local: LocalTools | None) -> PerfWorkload:
+    """The sweep when no size is given: the recipe's on a cluster, the local graph's own here."""
+    if outputs.target == "cluster":
+        return RECIPE_WORKLOAD
+    return require_local_tools(local, outputs).default_workload
 
 
-def lab_aiperf_executable() -> Path:
-    """AIPerf from the lab's own venv (installed by lab/setup.sh)."""
-    from lab.environment import LabInstall  # the lab target only; clusters bring their own image
-
-    return LabInstall().require().aiperf_executable
-
-
-def lab_tokenizer() -> str:
-    """The lab model's tokenizer directory, which AIPerf loads to build its dataset."""
-    from lab.environment import LabInstall
-
-    return str(LabInstall().require().model_dir)
+def recipe_workload(outputs: StackOutputs, local: LocalTools | None) -> PerfWorkload:
+    """The recipe's sizes as the target runs them (`--recipe-sizes`)."""
+    if outputs.target == "cluster":
+        return RECIPE_WORKLOAD
+    return require_local_tools(local, outputs).recipe_workload
 
 
-def run_smoke(outputs: StackOutputs, wait_seconds: float, cluster: ClusterOptions) -> str:
+def run_smoke(
+    outputs: StackOutputs,
+    wait_seconds: float,
+    cluster: ClusterOptions,
+    local: LocalTools | None = None,
+) -> str:
     """The smoke test on the outputs' target; returns the answer or raises why it failed."""
-    if outputs.target == "lab":
-        from stages.smoke import run_smoke as run_local_smoke
-
-        with tempfile.TemporaryDirectory(prefix="smoke-") as work_dir:
-            return run_local_smoke(outputs, Path(work_dir), wait_seconds)
-    from stages.cluster import run_cluster_smoke
-
-    require_cluster_reachable_frontend(outputs, "smoke")
-    return run_cluster_smoke(outputs, cluster, wait_seconds)
+    if outputs.target == "cluster":
+        return run_cluster_smoke(outputs, cluster, wait_seconds)
+    tools = require_local_tools(local, outputs)
+    with tempfile.TemporaryDirectory(prefix="smoke-") as work_dir:
+        return run_local_smoke(outputs, tools, Path(work_dir), wait_seconds)
 
 
 def run_perf(
@@ -94,32 +64,28 @@ def run_perf(
     out_dir: Path,
     wait_seconds: float,
     cluster: ClusterOptions,
-    aiperf: Path | None = None,
-    tokenizer: str | None = None,
+    local: LocalTools | None = None,
 ) -> ProfileResults:
-    """The AIPerf sweep on the outputs' target; `aiperf`/`tokenizer` override the lab's."""
-    if outputs.target == "lab":
-        from stages.perf import LocalAIPerf
-        from stages.perf import run_perf as run_local_perf
-
-        return run_local_perf(outputs, workload, out_dir, LocalAIPerf.for_lab(aiperf, tokenizer))
-    from stages.cluster import run_cluster_perf
-
-    require_cluster_reachable_frontend(outputs, "perf")
-    return run_cluster_perf(outputs, workload, out_dir, cluster, wait_seconds)
+    """The AIPerf sweep on the outputs' target; `results.json` and artifacts under `out_dir`."""
+    if outputs.target == "cluster":
+        return run_cluster_perf(outputs, workload, out_dir, cluster, wait_seconds)
+    tools = require_local_tools(local, outputs)
+    return run_local_perf(outputs, workload, out_dir, tools, wait_seconds)
 
 
-def smoke_dry_run(outputs: StackOutputs, wait_seconds: float, cluster: ClusterOptions) -> str:
-    """What the smoke stage would send: the request body (lab) or the manifests (cluster)."""
-    if outputs.target == "lab":
-        from stages.smoke import smoke_request_body
-
-        body = smoke_request_body(outputs.served_model, "<served video URL>")
-        return json.dumps(body, indent=2)
-    from stages.cluster import smoke_objects
-    from stages.cluster_jobs import to_yaml
-
-    return to_yaml(smoke_objects(outputs, cluster, wait_seconds))
+def smoke_dry_run(
+    outputs: StackOutputs,
+    wait_seconds: float,
+    cluster: ClusterOptions,
+    local: LocalTools | None = None,
+) -> str:
+    """What the smoke stage would run: the Job's objects (cluster) or the program's config (lab)."""
+    if outputs.target == "cluster":
+        return manifests.to_yaml(cluster_smoke_objects(outputs, cluster, wait_seconds))
+    tools = require_local_tools(local, outputs)
+    place = PodPlace(work_dir="<work>", listen_host="127.0.0.1", ffmpeg=tools.ffmpeg)
+    config = smoke_pod_config(outputs, "http://127.0.0.1:<port>", place, wait_seconds)
+    return json.dumps(config, indent=2)
 
 
 def perf_dry_run(
@@ -128,22 +94,14 @@ def perf_dry_run(
     out_dir: Path,
     wait_seconds: float,
     cluster: ClusterOptions,
-    tokenizer: str | None = None,
+    local: LocalTools | None = None,
 ) -> str:
-    """What the perf stage would run: AIPerf commands (lab) or the manifests (cluster)."""
-    if outputs.target == "lab":
-        from stages.aiperf import aiperf_profile_args
-
-        lines = []
-        for c in workload.concurrencies:
-            level = out_dir / f"c{c}"
-            argv = aiperf_profile_args(
-                outputs, workload, c, level / "dataset.jsonl", level / "aiperf",
-                tokenizer or "<tokenizer>",
-            )  # fmt: skip
-            lines.append("aiperf " + " ".join(argv))
-        return "\n".join(lines)
-    from stages.cluster import perf_objects
-    from stages.cluster_jobs import to_yaml
-
-    return to_yaml(perf_objects(outputs, workload, cluster, wait_seconds))
+    """What the perf stage would run: the Job's objects (cluster) or the AIPerf commands (lab)."""
+    if outputs.target == "cluster":
+        return manifests.to_yaml(perf_objects(outputs, workload, cluster, wait_seconds))
+    tools = require_local_tools(local, outputs)
+    place = PodPlace(work_dir=str(out_dir), aiperf=str(tools.aiperf))
+    settings = PlanSettings(tokenizer=tools.tokenizer, model_wait_seconds=wait_seconds)
+    media = tools.media_for(workload)
+    plan = perf_pod_plan(outputs, workload, media, "", place, settings, inline_datasets=False)
+    return "\n".join(" ".join(["aiperf", *level["argv"]]) for level in plan["levels"])

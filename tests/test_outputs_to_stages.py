@@ -19,9 +19,10 @@ import pytest
 import yaml
 
 from stages.cli import main
-from stages.cluster_jobs import PERF_PLAN, pod_files
-from tools.offline import SHIPPED_STACKS, example_site_for
+from stages.cluster.manifests import pod_files
+from stages.core.pod_plans import PERF_PLAN
 from tools.render import render_stack
+from tools.stack_files import SHIPPED_STACKS, example_site_for
 
 GRAPH_STACKS = ("dev", "round-robin", "session-affinity")
 

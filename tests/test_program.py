@@ -11,7 +11,9 @@ from pulumi import RunError
 
 from components.contract import StackOutputs
 from tests.conftest import NGC_KEY
-from tools.offline import PROJECT, SHARED_STACK, SHIPPED_STACKS, ProgramRun, shared_layer_outputs
+from tools.mock_engine import ProgramRun
+from tools.offline import shared_layer_outputs
+from tools.stack_files import PROJECT, SHARED_STACK, SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]
 
@@ -114,7 +116,7 @@ def test_ngc_key_is_a_secret_in_state_and_nowhere_in_plain_text(run_stack: RunSt
     run = run_stack("dev")
     secret = run.one(SECRET)
     assert secret.inputs["stringData"] == {"NGC_API_KEY": NGC_KEY}
-    from tools.offline import has_secret_envelope
+    from tools.mock_engine import has_secret_envelope
 
     assert has_secret_envelope(secret.raw_inputs["stringData"])
     for obj in run.resources:
@@ -135,7 +137,7 @@ def test_registry_mirror_creates_a_secret_pull_secret_used_by_both_components(
         s for s in run.of_type(SECRET) if s.inputs["type"] == "kubernetes.io/dockerconfigjson"
     )
     assert pull.inputs["metadata"]["name"] == "registry-pull-secret"
-    from tools.offline import has_secret_envelope
+    from tools.mock_engine import has_secret_envelope
 
     assert has_secret_envelope(pull.raw_inputs["stringData"])
     docker_config = json.loads(pull.inputs["stringData"][".dockerconfigjson"])
@@ -175,6 +177,7 @@ def test_graph_stacks_export_the_stage_contract_as_the_engine_stores_it(
         "modelsUrl": f"{url}/v1/models",
         "servedModel": "nvidia/cosmos3-nano-reasoner",
         "workerReplicas": 1 if stack == "dev" else 8,
+        "workerGpus": 1,
         "modelCacheClaim": "shared-model-cache",
         "portForwardCommand": f"kubectl --context h200-cluster -n {namespace} port-forward "
         f"service/{service} 8000:8000",

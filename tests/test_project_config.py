@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from components.settings import SECRET_KEYS, StackSettings
-from tools.offline import PROJECT, SHIPPED_STACKS, declared_config, stack_file_config
+from tools.stack_files import PROJECT, SHIPPED_STACKS, declared_config, stack_file_config
 
 TYPES = {"string": str, "integer": int, "boolean": bool, "array": list}
 

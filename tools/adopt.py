@@ -36,16 +36,10 @@ from typing import Any
 
 from pulumi import RunError
 
-from tools.offline import (
-    SHIPPED_STACKS,
-    ProgramRun,
-    Registered,
-    example_site_for,
-    placeholder_secrets,
-    run_program,
-    shared_layer_outputs,
-)
+from tools.mock_engine import ProgramRun, Registered
+from tools.offline import run_program, shared_layer_outputs
 from tools.render import kind_rank, parse_set
+from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 PROVIDER_TYPE = "pulumi:providers:kubernetes"
 JOB_TYPE = "kubernetes:batch/v1:Job"

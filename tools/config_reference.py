@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tools.offline import declared_config
+from tools.stack_files import declared_config
 
 
 def _default(declaration: dict[str, Any]) -> str:

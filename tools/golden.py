@@ -20,8 +20,8 @@ from typing import Any
 
 import pulumi
 
-from tools.offline import ROOT, SHIPPED_STACKS, example_site_for
 from tools.render import render_stack, write_render
+from tools.stack_files import ROOT, SHIPPED_STACKS, example_site_for
 
 MANIFESTS = ROOT / "manifests"
 OUTPUTS_FILE = "outputs.json"

@@ -20,15 +20,9 @@ from typing import Any
 import yaml
 from pulumi import RunError
 
-from tools.offline import (
-    SHIPPED_STACKS,
-    ProgramRun,
-    example_site_for,
-    mask_secrets,
-    placeholder_secrets,
-    run_program,
-    shared_layer_outputs,
-)
+from tools.mock_engine import ProgramRun, mask_secrets
+from tools.offline import run_program, shared_layer_outputs
+from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
 

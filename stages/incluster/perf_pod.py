@@ -1,17 +1,19 @@
-"""The perf Job's program: the AIPerf sweep from inside the cluster, exports returned in the log.
+"""The perf program: the AIPerf sweep, its exports returned in the log. Runs in the cluster's perf
+Job and, unchanged, as a local process against the lab.
 
     python -m stages.incluster.perf_pod /config/perf-plan.json.gz
 
-The plan (built by `stages.cluster_jobs.perf_pod_plan` from the same builders as the lab's sweep)
-holds every video's FFmpeg arguments, every level's dataset lines and AIPerf arguments. Steps:
+The plan (built by `stages.core.pod_plans.perf_pod_plan`) holds every video's FFmpeg arguments,
+every level's dataset lines and AIPerf arguments. Steps:
 
 1. wait (bounded) until the frontend's `/v1/models` lists the model;
 2. check that the tokenizer AIPerf loads is available (bounded, so a blocked download fails here
    with a reason instead of hanging inside AIPerf);
-3. make every video of the sweep (30 s, 2 FPS, H.264, distinct per video id) and serve them;
-4. fetch one through its URL (the media Service), as the workers will;
-5. per concurrency level: write its dataset, run AIPerf, print a summary and the level's exports
-   framed for the stage (`pod_common.export_lines`).
+3. make every video of the sweep (30 s, 2 FPS, H.264, distinct per video id) and serve them, and
+   fetch one through its URL (the media Service), as the workers will; the lab's plan has no video
+   files (its videos are text stand-ins), so there is nothing to make;
+4. per concurrency level: write its dataset, run AIPerf, print a summary and the level's exports
+   framed for the stage (`log_exports.export_lines`).
 
 The last line is `Perf sweep finished: ...` on success; a failure prints `Perf FAILED: <reason>`
 (exit 1), a frontend that never lists the model `Frontend not ready: <reason>` (exit 3).
@@ -21,17 +23,20 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from stages.incluster import pod_common
-from stages.incluster.pod_common import Export, PodFailure, say
+from stages.incluster.log_exports import Export, export_lines
+from stages.incluster.pod_common import PodFailure, say
+from stages.incluster.processes import running_group
 
 FINISHED = "Perf sweep finished:"
 FAILED = "Perf FAILED:"
@@ -88,59 +93,42 @@ def count_lines(path: Path) -> int:
         return 0
 
 
-def stop_group(process: subprocess.Popen[bytes]) -> None:
-    """Stop whatever is left of AIPerf's process group (it starts a dozen helpers)."""
-    for signum in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(process.pid, signum)
-        except ProcessLookupError:
-            return
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            continue
-        time.sleep(0.2)
-
-
 def run_aiperf(config: dict[str, Any], level: dict[str, Any]) -> None:
     """One AIPerf run to completion, with a heartbeat; PodFailure with its log's tail if it fails.
 
-    AIPerf 0.13.0 can exit 0 after failing to start its services, so success also needs the export.
+    AIPerf starts a dozen helper processes: it runs in its own process group, which is stopped
+    whole however the run ends (an interrupt included). AIPerf 0.13.0 can exit 0 after failing to
+    start its services, so success also needs the export.
     """
     artifact_dir = Path(level["artifact_dir"])
     artifact_dir.mkdir(parents=True, exist_ok=True)
+    for stale in (AIPERF_EXPORT_JSON, RECORDS_FILE):  # from an earlier run into the same place
+        (artifact_dir / stale).unlink(missing_ok=True)
     log_path = artifact_dir.parent / "aiperf-output.log"
     label = f"concurrency {level['concurrency']}"
+    heartbeat = float(config.get("heartbeat_seconds", HEARTBEAT_SECONDS))
     started = time.monotonic()
     # A short scratch directory: AIPerf's ZMQ IPC socket paths may not exceed 107 characters.
-    with tempfile.TemporaryDirectory(prefix="ap-") as scratch, log_path.open("wb") as log:
+    with tempfile.TemporaryDirectory(prefix="ap-") as scratch:
         env = os.environ | config["aiperf_env"] | {"TMPDIR": scratch}
-        process = subprocess.Popen(
-            [config["aiperf_executable"], *level["argv"]],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        try:
-            next_beat = started + HEARTBEAT_SECONDS
-            while process.poll() is None:
+        argv = [config["aiperf_executable"], *level["argv"]]
+        with running_group("aiperf", argv, env, log_path, cwd=Path(scratch)) as aiperf:
+            next_beat = started + heartbeat
+            while aiperf.exit_code() is None:
                 time.sleep(0.5)
                 if time.monotonic() >= next_beat:
                     done = count_lines(artifact_dir / RECORDS_FILE)
                     say(f"  {label}: {done}/{level['requests']} requests done after "
                         f"{time.monotonic() - started:.0f} s")  # fmt: skip
-                    next_beat += HEARTBEAT_SECONDS
-        finally:
-            stop_group(process)
-    if process.returncode != 0 or not (artifact_dir / AIPERF_EXPORT_JSON).is_file():
-        tail = log_path.read_text(errors="replace").splitlines()[-20:]
-        for line in tail:
+                    next_beat += heartbeat
+        status = aiperf.exit_code()
+    exported = (artifact_dir / AIPERF_EXPORT_JSON).is_file()
+    if status != 0 or not exported:
+        for line in log_path.read_text(errors="replace").splitlines()[-20:]:
             say(f"  aiperf| {line}")
         raise PodFailure(
-            f"AIPerf failed at {label}: exit status {process.returncode}, "
-            f"{'an' if (artifact_dir / AIPERF_EXPORT_JSON).is_file() else 'no'} {AIPERF_EXPORT_JSON}"
+            f"AIPerf failed at {label}: exit status {status}, "
+            f"{'an' if exported else 'no'} {AIPERF_EXPORT_JSON}"
         )
 
 
@@ -160,7 +148,12 @@ def summary(concurrency: int, export: dict[str, Any]) -> str:
 
 
 def write_dataset(level: dict[str, Any]) -> Path:
+    """The level's dataset from the plan; a plan without one means it is already written."""
     path = Path(level["dataset_path"])
+    if level["dataset"] is None:
+        if not path.is_file():
+            raise PodFailure(f"the plan leaves the dataset to {path}, which does not exist")
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in level["dataset"]))
     return path
@@ -172,9 +165,7 @@ def print_exports(config: dict[str, Any], level: dict[str, Any]) -> None:
     for name in config["export_files"]:
         path = artifact_dir / name
         if path.is_file():
-            for line in pod_common.export_lines(
-                Export(level["concurrency"], name, path.read_bytes())
-            ):
+            for line in export_lines(Export(level["concurrency"], name, path.read_bytes())):
                 print(line)
     sys.stdout.flush()
 
@@ -195,16 +186,27 @@ def run(config: dict[str, Any]) -> int:
         config["models_url"], config["served_model"], float(config["model_wait_seconds"])
     )
     check_tokenizer(config.get("tokenizer_check"))
+    with served_videos(config):
+        for index, level in enumerate(config["levels"], start=1):
+            run_level(config, level, index)
+    return len(config["levels"])
+
+
+@contextmanager
+def served_videos(config: dict[str, Any]) -> Iterator[None]:
+    """Make and serve the plan's videos for the block, proven fetchable through their URL; a plan
+    without video files (the lab's text stand-ins) has nothing to make or serve."""
+    if not config["videos"]:
+        yield
+        return
     make_videos(config)
     media_dir = Path(config["media_dir"])
     server = pod_common.MediaServer.start(media_dir, config["listen_host"], config["listen_port"])
     try:
         pod_common.wait_until_served(config["media_check_url"], float(config["media_wait_seconds"]))
-        for index, level in enumerate(config["levels"], start=1):
-            run_level(config, level, index)
+        yield
     finally:
         server.stop()
-    return len(config["levels"])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,33 +1,23 @@
-"""What the smoke and perf pods share: config, the frontend gate, videos, the media server, and
-the log format that carries AIPerf's exports back to the stage.
+"""What the smoke and perf programs share: config, the frontend gate, videos, the media server,
+and how a program's outcome becomes its last line and exit status.
 
 Standard library only: the pod runs this with the image's bare Python (see the package docstring).
-The stage imports the same module to read the pod's log, so the format has one definition.
-
-Why the exports travel in the log: the stage already reads the pod's log to decide pass or fail,
-a log needs no volume the stage could read (no PVC, no write permission beyond creating the Job),
-and it survives the pod's exit for as long as the pod object exists. Each file is gzipped,
-base64-encoded in short lines and framed by BEGIN/END lines that carry its size and sha256, so a
-truncated or garbled log is detected instead of parsed.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import gzip
-import hashlib
 import http.server
 import json
 import os
-import re
 import shutil
 import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,19 +25,11 @@ from typing import Any
 EXIT_FAILED = 1
 EXIT_FRONTEND_NOT_READY = 3
 """The pod's exit status when the frontend never listed the model (the stage's exit code too)."""
+EXIT_INTERRUPTED = 130
 
 FRONTEND_NOT_READY = "Frontend not ready:"
 """Prefix of the log line that says the frontend did not list the model in time."""
 
-EXPORT_BEGIN = "===== BEGIN AIPERF EXPORT"
-EXPORT_END = "===== END AIPERF EXPORT ====="
-EXPORT_LINE_WIDTH = 1000
-"""Short lines: container runtimes split very long log lines, which the framing would survive
-only by luck."""
-_BEGIN_LINE = re.compile(
-    r"^===== BEGIN AIPERF EXPORT concurrency=(?P<concurrency>\d+) file=(?P<file>[\w.-]+) "
-    r"size=(?P<size>\d+) sha256=(?P<sha256>[0-9a-f]{64}) =====$"
-)
 
 HTTP_TIMEOUT_SECONDS = 10.0
 
@@ -58,10 +40,6 @@ class PodFailure(RuntimeError):
 
 class FrontendNotReady(PodFailure):
     """The frontend did not list the served model within the wait."""
-
-
-class ExportFormatError(ValueError):
-    """A framed export in the log is truncated, garbled or does not match its digest."""
 
 
 def say(message: str) -> None:
@@ -196,75 +174,6 @@ def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -
         time.sleep(interval)
 
 
-# --- exports in the log ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Export:
-    """One AIPerf output file of one concurrency level, as carried in the log."""
-
-    concurrency: int
-    file: str
-    data: bytes
-
-
-def export_lines(export: Export) -> list[str]:
-    """The framed, gzipped, base64 lines that carry one file in the log."""
-    digest = hashlib.sha256(export.data).hexdigest()
-    encoded = base64.b64encode(gzip.compress(export.data, mtime=0)).decode("ascii")
-    body = [
-        encoded[start : start + EXPORT_LINE_WIDTH]
-        for start in range(0, len(encoded), EXPORT_LINE_WIDTH)
-    ]
-    begin = (
-        f"{EXPORT_BEGIN} concurrency={export.concurrency} file={export.file} "
-        f"size={len(export.data)} sha256={digest} ====="
-    )
-    return [begin, *body, EXPORT_END]
-
-
-def is_export_line(line: str) -> bool:
-    """True for a BEGIN or END line (the stage hides the base64 between them)."""
-    return line.startswith(EXPORT_BEGIN) or line == EXPORT_END
-
-
-def decode_exports(lines: Iterable[str]) -> list[Export]:
-    """Every framed export in a log, checked against its size and digest, in log order."""
-    return list(_decoded(iter(lines)))
-
-
-def _decoded(lines: Iterator[str]) -> Iterator[Export]:
-    for line in lines:
-        header = _BEGIN_LINE.match(line.rstrip("\r"))
-        if line.startswith(EXPORT_BEGIN) and header is None:
-            raise ExportFormatError(f"malformed export header: {line[:200]!r}")
-        if header is not None:
-            yield _read_block(header, lines)
-
-
-def _read_block(header: re.Match[str], lines: Iterator[str]) -> Export:
-    label = f"concurrency {header['concurrency']} {header['file']}"
-    chunks: list[str] = []
-    for line in lines:
-        line = line.rstrip("\r")
-        if line == EXPORT_END:
-            return _checked(header, label, "".join(chunks))
-        if line.startswith(EXPORT_BEGIN):
-            break
-        chunks.append(line.strip())
-    raise ExportFormatError(f"the export of {label} is truncated (no END line)")
-
-
-def _checked(header: re.Match[str], label: str, encoded: str) -> Export:
-    try:
-        data = gzip.decompress(base64.b64decode(encoded, validate=True))
-    except (ValueError, OSError, EOFError) as error:
-        raise ExportFormatError(f"the export of {label} does not decode: {error}") from error
-    if len(data) != int(header["size"]) or hashlib.sha256(data).hexdigest() != header["sha256"]:
-        raise ExportFormatError(f"the export of {label} does not match its size and sha256")
-    return Export(int(header["concurrency"]), header["file"], data)
-
-
 def run_pod_program(
     argv: list[str],
     usage: str,
@@ -275,12 +184,20 @@ def run_pod_program(
 
     `program` returns the success line; a frontend that never lists the model exits 3, any other
     failure (including an unreadable or incomplete config) prints `<failed> <reason>` and exits 1.
+    SIGTERM (a deleted pod, a stopped local run) and Ctrl-C unwind the program like an exception,
+    so the children it started (AIPerf) are stopped before it exits with 130.
     """
+    from stages.incluster.processes import signals_as_keyboard_interrupt
+
     if len(argv) != 1:
         say(f"usage: {usage}")
         return 2
     try:
-        success_line = program(load_config(Path(argv[0])))
+        with signals_as_keyboard_interrupt():
+            success_line = program(load_config(Path(argv[0])))
+    except KeyboardInterrupt:
+        say(f"{failed} interrupted; everything the program started was stopped")
+        return EXIT_INTERRUPTED
     except FrontendNotReady as error:
         say(f"{FRONTEND_NOT_READY} {error}")
         return EXIT_FRONTEND_NOT_READY

@@ -1,8 +1,9 @@
-"""The smoke Job's program: one question about one synthetic video must get a non-empty answer.
+"""The smoke program: one question about one synthetic video must get a non-empty answer. Runs in
+the cluster's smoke Job and, unchanged, as a local process against the lab.
 
     python -m stages.incluster.smoke_pod /config/smoke-config.json
 
-The config (built by `stages.cluster_jobs.smoke_pod_config`) names the frontend, the model, the
+The config (built by `stages.core.pod_plans.smoke_pod_config`) names the frontend, the model, the
 FFmpeg arguments, where to serve the video and the exact request body. Steps:
 
 1. wait (bounded) until the frontend's `/v1/models` lists the model;

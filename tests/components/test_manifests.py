@@ -1,13 +1,16 @@
-"""Pure builders: the DynamoGraphDeployment and the layer objects, from settings alone."""
+"""Pure builders: the DynamoGraphDeployment and the layer objects, from their arguments (built
+from a stack's settings as `components.recipe` builds them)."""
 
 import base64
 import json
 from typing import Any
 
 from components import graph_manifest, layer_manifests
+from components.config_parser import parse_stack_config
 from components.layer_manifests import SharedLayer
-from components.settings import StackSettings, parse_stack_config
-from tools.offline import cli_config, example_site_for, placeholder_secrets
+from components.recipe import cache_args, download_args, graph_args, own_layer, worker_args
+from components.settings import StackSettings
+from tools.stack_files import cli_config, example_site_for, placeholder_secrets
 
 P = "cosmos3-nano-reasoner"
 
@@ -27,7 +30,7 @@ def env_of(container: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_graph_is_frontend_then_worker_with_main_containers() -> None:
-    dgd = graph_manifest.graph_deployment(settings(), layer())
+    dgd = graph_manifest.graph_deployment(graph_args(settings()), layer())
     assert dgd["apiVersion"] == "nvidia.com/v1beta1" and dgd["kind"] == "DynamoGraphDeployment"
     assert dgd["spec"]["backendFramework"] == "vllm"
     frontend, worker = dgd["spec"]["components"]
@@ -38,7 +41,9 @@ def test_graph_is_frontend_then_worker_with_main_containers() -> None:
 
 
 def test_worker_runs_the_nim_entrypoint_with_the_recipe_environment() -> None:
-    worker = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1]
+    worker = graph_manifest.graph_deployment(graph_args(settings()), layer())["spec"]["components"][
+        1
+    ]
     main = worker["podTemplate"]["spec"]["containers"][0]
     assert main["image"] == "nvcr.io/nim/nvidia/cosmos3:2.1.0"
     assert main["imagePullPolicy"] == "IfNotPresent"
@@ -58,7 +63,9 @@ def test_worker_runs_the_nim_entrypoint_with_the_recipe_environment() -> None:
 
 
 def test_cache_volume_comes_first_and_names_the_layers_claim() -> None:
-    worker = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1]
+    worker = graph_manifest.graph_deployment(graph_args(settings()), layer())["spec"]["components"][
+        1
+    ]
     volumes = worker["podTemplate"]["spec"]["volumes"]
     assert volumes[0] == {
         "name": "shared-model-cache",
@@ -72,7 +79,7 @@ def test_cluster_settings_apply_to_the_worker_and_the_mirror_to_both() -> None:
         workerTolerations=["nvidia.com/gpu:NoSchedule", "dedicated=inference:NoExecute"],
     )
     frontend, worker = graph_manifest.graph_deployment(
-        s, layer(registry_pull_secret="registry-pull-secret")
+        graph_args(s), layer(registry_pull_secret="registry-pull-secret")
     )["spec"]["components"]
     pod = worker["podTemplate"]["spec"]
     assert pod["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-H200"}
@@ -86,7 +93,7 @@ def test_cluster_settings_apply_to_the_worker_and_the_mirror_to_both() -> None:
 
 
 def test_no_placement_or_pull_secret_by_default() -> None:
-    pod = graph_manifest.graph_deployment(settings(), layer())["spec"]["components"][1][
+    pod = graph_manifest.graph_deployment(graph_args(settings()), layer())["spec"]["components"][1][
         "podTemplate"
     ]["spec"]
     assert not {"nodeSelector", "tolerations", "imagePullSecrets"} & set(pod)
@@ -94,7 +101,7 @@ def test_no_placement_or_pull_secret_by_default() -> None:
 
 def test_extra_env_overrides_in_place_and_appends_new_names() -> None:
     s = settings(workerExtraEnv=["NIM_PRECISION=bf16", "NIM_LOG_LEVEL=DEBUG"])
-    main = graph_manifest.worker(s, layer())["podTemplate"]["spec"]["containers"][0]
+    main = graph_manifest.worker(worker_args(s), layer())["podTemplate"]["spec"]["containers"][0]
     names = [e["name"] for e in main["env"]]
     assert env_of(main)["NIM_PRECISION"] == "bf16" and names.count("NIM_PRECISION") == 1
     assert names[-1] == "NIM_LOG_LEVEL"
@@ -102,8 +109,8 @@ def test_extra_env_overrides_in_place_and_appends_new_names() -> None:
 
 def test_download_job_uses_the_workers_image_selection_and_cache() -> None:
     s = settings("dev")
-    job = layer_manifests.model_download_job(s, SharedLayer.from_settings(s))
-    worker = graph_manifest.worker(s, SharedLayer.from_settings(s))["podTemplate"]["spec"]
+    job = layer_manifests.model_download_job(download_args(s), own_layer(s))
+    worker = graph_manifest.worker(worker_args(s), own_layer(s))["podTemplate"]["spec"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert job["metadata"]["name"] == "cosmos3-nano-reasoner-model-download"
     assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
@@ -126,14 +133,14 @@ def test_download_job_uses_the_workers_image_selection_and_cache() -> None:
 
 def test_download_job_without_gpu_requests_none() -> None:
     s = settings("dev", modelDownloadGpus=0)
-    container = layer_manifests.model_download_job(s, SharedLayer.from_settings(s))["spec"][
+    container = layer_manifests.model_download_job(download_args(s), own_layer(s))["spec"][
         "template"
     ]["spec"]["containers"][0]
     assert "nvidia.com/gpu" not in container["resources"]["limits"]
 
 
 def test_model_cache_claim_is_read_write_many_with_the_configured_class() -> None:
-    claim = layer_manifests.model_cache_claim(settings("dev"))
+    claim = layer_manifests.model_cache_claim(cache_args(settings("dev")))
     assert claim["spec"] == {
         "accessModes": ["ReadWriteMany"],
         "storageClassName": "rwx-nfs",
@@ -151,7 +158,7 @@ def test_docker_config_json_matches_kubectl_create_secret_docker_registry() -> N
 def test_layer_outputs_and_the_download_export_exactly_the_declared_keys() -> None:
     from components import outputs
 
-    names = tuple(outputs.layer_outputs(SharedLayer.from_settings(settings("dev"))))
+    names = tuple(outputs.layer_outputs(own_layer(settings("dev"))))
     download = (outputs.WORKER_IMAGE_KEY, outputs.CACHE_READY_KEY)
     assert names + download == outputs.LAYER_OUTPUT_KEYS
 

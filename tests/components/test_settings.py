@@ -4,8 +4,9 @@ from typing import Any
 
 import pytest
 
-from components.settings import ConfigError, StackSettings, parse_stack_config
-from tools.offline import cli_config, example_site_for
+from components.config_parser import ConfigError, parse_stack_config
+from components.settings import StackSettings
+from tools.stack_files import cli_config, example_site_for
 
 P = "cosmos3-nano-reasoner"
 

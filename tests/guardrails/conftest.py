@@ -14,7 +14,7 @@ from jsonschema.protocols import Validator
 
 from tools import validate
 from tools.golden import example_render
-from tools.offline import SHIPPED_STACKS
+from tools.stack_files import SHIPPED_STACKS
 
 Manifest = dict[str, Any]
 

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tools import golden
-from tools.offline import MASK, SECRET_PLACEHOLDER, SHIPPED_STACKS
+from tools.mock_engine import MASK
+from tools.stack_files import SECRET_PLACEHOLDER, SHIPPED_STACKS
 
 
 def test_committed_manifests_match_the_program(stack: str) -> None:

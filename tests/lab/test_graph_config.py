@@ -70,6 +70,7 @@ def test_lab_outputs_follow_the_contract() -> None:
         "sessionAffinityTtlSeconds": 300,
         "sessionHeader": SESSION_HEADER,
         "workerReplicas": 3,
+        "workerGpus": 0,
         "target": "lab",
     }  # no key for a None value, as the engine stores a stack's outputs
 

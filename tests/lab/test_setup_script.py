@@ -29,13 +29,13 @@ def test_an_unusable_python_fails_with_a_clear_message(tmp_path: Path) -> None:
 
 
 def test_the_locks_pin_every_package_exactly() -> None:
-    for lock in ("lab/requirements-dynamo.lock", "lab/requirements-aiperf.lock"):
+    for lock in ("lab/requirements-dynamo.lock", "stages/requirements-aiperf.lock"):
         lines = (REPO / lock).read_text().splitlines()
         pins = [line for line in lines if line and not line.startswith("#")]
         assert pins and all("==" in pin and ";" not in pin for pin in pins), lock
     dynamo = (REPO / "lab/requirements-dynamo.lock").read_text()
     assert "ai-dynamo==1.6.1" in dynamo and "ai-dynamo-runtime==1.6.1" in dynamo
-    assert "aiperf==0.13.0" in (REPO / "lab/requirements-aiperf.lock").read_text()
+    assert "aiperf==0.13.0" in (REPO / "stages/requirements-aiperf.lock").read_text()
 
 
 @pytest.mark.lab

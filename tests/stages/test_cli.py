@@ -13,7 +13,10 @@ import pytest
 
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
+from lab.standin import VideoStandIn
+from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.cli import main
+from stages.local.run import LocalTools
 from tests.stages.conftest import FIXTURES, lab_outputs_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -30,6 +33,16 @@ def test_every_stage_has_help(stage: str) -> None:
     assert result.stdout.startswith(f"usage: python -m stages {stage}")
 
 
+LOCAL = LocalTools(
+    aiperf=Path("/opt/aiperf/bin/aiperf"),
+    tokenizer="tok",
+    media_for=lambda workload: VideoStandIn(workload.prefix_tokens),
+    default_workload=LAB_WORKLOAD,
+    recipe_workload=LAB_RECIPE_WORKLOAD,
+    ffmpeg="/usr/bin/ffmpeg",
+)
+
+
 def write_outputs(outputs: StackOutputs, path: Path) -> Path:
     path.write_text(json.dumps(outputs.to_json_dict()))
     return path
@@ -41,9 +54,7 @@ def test_perf_dry_run_reads_outputs_from_stdin(
     outputs = lab_outputs_for(RoutingProfile.SESSION_AFFINITY)
     monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(outputs.to_json_dict())))
 
-    status = main(
-        ["perf", "--outputs", "-", "--dry-run", "--concurrency", "1,4", "--tokenizer", "tok"]
-    )
+    status = main(["perf", "--outputs", "-", "--dry-run", "--concurrency", "1,4"], local=LOCAL)
 
     lines = capsys.readouterr().out.splitlines()
     assert status == 0
@@ -56,7 +67,7 @@ def test_recipe_sizes_select_the_recipes_sweep(
 ) -> None:
     path = write_outputs(lab_outputs_for(RoutingProfile.ROUND_ROBIN), tmp_path / "outputs.json")
 
-    assert main(["perf", "--outputs", str(path), "--dry-run", "--recipe-sizes"]) == 0
+    assert main(["perf", "--outputs", str(path), "--dry-run", "--recipe-sizes"], local=LOCAL) == 0
 
     lines = capsys.readouterr().out.splitlines()
     assert [line.split("--concurrency ")[1].split()[0] for line in lines] == [
@@ -75,10 +86,20 @@ def test_smoke_dry_run_prints_the_request(
 ) -> None:
     path = write_outputs(lab_outputs_for(RoutingProfile.ROUND_ROBIN), tmp_path / "outputs.json")
 
-    assert main(["smoke", "--outputs", str(path), "--dry-run"]) == 0
+    assert main(["smoke", "--outputs", str(path), "--dry-run"], local=LOCAL) == 0
 
-    body = json.loads(capsys.readouterr().out)
-    assert body["messages"][0]["content"][0]["type"] == "video_url"
+    config = json.loads(capsys.readouterr().out)
+    assert config["request_body"]["messages"][0]["content"][0]["type"] == "video_url"
+    assert config["ffmpeg"] == "/usr/bin/ffmpeg" and config["listen_host"] == "127.0.0.1"
+
+
+def test_lab_outputs_without_the_labs_tools_are_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_outputs(lab_outputs_for(RoutingProfile.ROUND_ROBIN), tmp_path / "outputs.json")
+
+    assert main(["perf", "--outputs", str(path), "--dry-run"]) == 2
+    assert "python -m lab stage perf" in capsys.readouterr().err
 
 
 def test_unusable_outputs_exit_2_with_the_reason(

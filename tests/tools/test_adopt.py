@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from tools.adopt import import_document, main
-from tools.offline import PROJECT, SHIPPED_STACKS, ProgramRun, Registered
+from tools.mock_engine import ProgramRun, Registered
+from tools.stack_files import PROJECT, SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]
 
@@ -124,7 +125,8 @@ def test_the_command_writes_the_document_and_names_the_import_command(
 def test_a_profile_stack_takes_the_namespace_from_the_shared_outputs(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from tools.offline import SHARED_STACK, shared_layer_outputs
+    from tools.offline import shared_layer_outputs
+    from tools.stack_files import SHARED_STACK
 
     shared = tmp_path / "shared.json"
     shared.write_text(json.dumps(shared_layer_outputs("team-ns")[SHARED_STACK]))

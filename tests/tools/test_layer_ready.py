@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tools.layer_ready import main
-from tools.offline import SHARED_STACK, shared_layer_outputs
+from tools.offline import shared_layer_outputs
+from tools.stack_files import SHARED_STACK
 
 
 def check(tmp_path: Path, outputs: Any, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:

@@ -9,7 +9,8 @@ import pytest
 import yaml
 
 from tools import render
-from tools.offline import MASK, SECRET_PLACEHOLDER
+from tools.mock_engine import MASK
+from tools.stack_files import SECRET_PLACEHOLDER
 
 
 def test_render_writes_each_object_in_apply_order_and_the_outputs(tmp_path: Path) -> None:

@@ -1,0 +1,204 @@
+"""Running one stage Job on a cluster: replace the previous run, submit, wait, follow the log.
+
+The lifecycle is the same for smoke and perf; what the log means is decided by the caller
+(`stages.core.verdicts`). Everything goes through the `ClusterApi` seam, with the clock and sleep
+injectable (`Timer`), so the whole lifecycle is tested against a fake API without a cluster.
+
+- Replace: a re-run deletes the previous Job (foreground, so its pods go first), Service and
+  ConfigMap, waits until they are gone, then creates the new ones. The previous run's pod can
+  therefore never answer the new run's media Service or be mistaken for the new pod.
+- Wait: poll the Job and its pod every few seconds, printing a line whenever the pod's state
+  changes (pending reasons such as ImagePullBackOff or Unschedulable included) and a heartbeat
+  while nothing does; print the pod's new log lines as they appear (exports hidden).
+  Polling whole logs instead of a follow stream: the logs are small, and a poll survives the API
+  server closing long-lived connections during an hour-long sweep.
+- Give up: a pod that has not started within the start timeout (or has a reason that never
+  resolves, like InvalidImageName), or a Job still running at the timeout, is deleted so nothing
+  keeps loading the cluster unobserved, and the stage fails with its own exit code.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
+from stages.core.pod_log import LogEcho, PodRun
+from stages.errors import PodNotStarted, StageFailed, TimedOut
+
+PERMANENT_START_FAILURES = frozenset(
+    {"InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError"}
+)
+"""Waiting reasons that never resolve on their own: fail at once instead of at the start timeout."""
+HEARTBEAT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class WaitLimits:
+    """How long to wait for what; the stage's timeout covers everything from submission."""
+
+    timeout_seconds: float
+    start_timeout_seconds: float = 600.0
+    poll_seconds: float = 5.0
+    delete_timeout_seconds: float = 180.0
+
+
+@dataclass(frozen=True)
+class Timer:
+    """The clock and sleep the runner waits with (tests pass a fake that jumps instead)."""
+
+    clock: Callable[[], float] = time.monotonic
+    sleep: Callable[[float], None] = time.sleep
+
+
+class JobRunner:
+    """Submits one stage's objects and follows its Job to the end."""
+
+    def __init__(
+        self,
+        api: ClusterApi,
+        limits: WaitLimits,
+        say: Callable[[str], None],
+        timer: Timer | None = None,
+    ) -> None:
+        self.api = api
+        self.limits = limits
+        self.say = say
+        self.clock = (timer or Timer()).clock
+        self.sleep = (timer or Timer()).sleep
+
+    def run(self, manifests: list[Manifest], pod_selector: str) -> PodRun:
+        """Replace, create, and wait for the Job among `manifests`; raises on timeout/no start."""
+        job = next(m["metadata"]["name"] for m in manifests if m["kind"] == "Job")
+        self.replace(manifests)
+        try:
+            return self.wait(job, pod_selector)
+        except KeyboardInterrupt:
+            self.say(f"interrupted: deleting Job {job}")
+            self.api.delete("Job", job)
+            raise
+
+    # --- replace --------------------------------------------------------------------------------
+
+    def replace(self, manifests: list[Manifest]) -> None:
+        """Delete what a previous run left (Job first), wait until it is gone, create anew."""
+        objects = [(m["kind"], m["metadata"]["name"]) for m in manifests]
+        previous = [obj for obj in reversed(objects) if self.api.exists(*obj)]
+        for kind, name in previous:
+            self.say(f"replacing the previous {kind} {name}")
+            self.api.delete(kind, name)
+        self._wait_until_gone(previous)
+        for manifest in manifests:
+            self.api.create(manifest)
+            self.say(f"created {manifest['kind']} {manifest['metadata']['name']}")
+
+    def _wait_until_gone(self, objects: list[tuple[str, str]]) -> None:
+        deadline = self.clock() + self.limits.delete_timeout_seconds
+        remaining = objects
+        while remaining:
+            remaining = [obj for obj in remaining if self.api.exists(*obj)]
+            if not remaining:
+                return
+            if self.clock() >= deadline:
+                names = ", ".join(f"{kind} {name}" for kind, name in remaining)
+                raise TimedOut(
+                    f"the previous run's {names} still exist {self.limits.delete_timeout_seconds:.0f}"
+                    f" s after deletion (a finalizer? check `kubectl -n {self.api.namespace} get`)"
+                )
+            self.sleep(self.limits.poll_seconds)
+
+    # --- wait -----------------------------------------------------------------------------------
+
+    def wait(self, job: str, pod_selector: str) -> PodRun:
+        """Follow the Job until it completes or fails; the pod's log is echoed as it grows."""
+        started = self.clock()
+        echo = LogEcho(self.say)
+        watch = _StateWatch(self.say, started, self.clock)
+        while True:
+            state = self._job_state(job)
+            pod = self._newest_pod(pod_selector)
+            watch.observe(pod)
+            if pod is not None and pod.started:
+                echo.update(self.api.pod_log(pod.name))
+            if state.complete or state.failure:
+                return self._outcome(job, state, pod_selector, echo)
+            self._check_started(job, pod, started)
+            self._check_deadline(job, pod, started)
+            self.sleep(self.limits.poll_seconds)
+
+    def _job_state(self, job: str) -> JobState:
+        state = self.api.read_job(job)
+        if state is None:
+            raise StageFailed(f"Job {job} disappeared while running (deleted by someone else?)")
+        return state
+
+    def _newest_pod(self, selector: str) -> PodState | None:
+        pods = self.api.pods(selector)
+        return max(pods, key=lambda pod: pod.created) if pods else None
+
+    def _check_started(self, job: str, pod: PodState | None, started: float) -> None:
+        if pod is not None and pod.started:
+            return
+        permanent = pod is not None and pod.waiting_reason in PERMANENT_START_FAILURES
+        waited = self.clock() - started
+        if not permanent and waited < self.limits.start_timeout_seconds:
+            return
+        what = f"pod {pod.name} is {pod.describe()}" if pod else "no pod was created"
+        self._delete_job(job)
+        raise PodNotStarted(
+            f"the {job} pod did not start after {waited:.0f} s: {what}. "
+            f"`kubectl -n {self.api.namespace} describe job {job}` shows the events "
+            "(image pull, scheduling, quota)"
+        )
+
+    def _check_deadline(self, job: str, pod: PodState | None, started: float) -> None:
+        waited = self.clock() - started
+        if waited < self.limits.timeout_seconds:
+            return
+        self._delete_job(job)
+        where = f" (pod {pod.describe()})" if pod else ""
+        raise TimedOut(
+            f"Job {job} did not finish within {self.limits.timeout_seconds:.0f} s{where}; "
+            "its log so far is above; raise --timeout for a longer run"
+        )
+
+    def _delete_job(self, job: str) -> None:
+        self.say(f"deleting Job {job} so that nothing keeps running unobserved")
+        self.api.delete("Job", job)
+
+    def _outcome(self, job: str, state: JobState, selector: str, echo: LogEcho) -> PodRun:
+        pod = self._newest_pod(selector)
+        log = self.api.pod_log(pod.name) if pod is not None else ""
+        echo.update(log, final=True)
+        failure = state.failure
+        if failure is not None and failure.reason == "DeadlineExceeded":
+            raise TimedOut(f"Job {job} ran into its activeDeadlineSeconds: {failure.message}")
+        reason = None
+        if failure is not None:
+            exit_code = f", container exit code {pod.exit_code}" if pod and pod.exit_code else ""
+            reason = f"{failure.reason}: {failure.message}{exit_code}"
+        self.say(f"Job {job} {'completed' if failure is None else 'failed'}")
+        return PodRun(f"Job {job}", failure is None, log, reason)
+
+
+class _StateWatch:
+    """Says what the pod is doing when that changes, and every minute while nothing does."""
+
+    def __init__(self, say: Callable[[str], None], started: float, clock: Callable[[], float]):
+        self.say = say
+        self.started = started
+        self.clock = clock
+        self.last: str | None = None
+        self.next_beat = started + HEARTBEAT_SECONDS
+
+    def observe(self, pod: PodState | None) -> None:
+        now = self.clock()
+        current = f"pod {pod.name}: {pod.describe()}" if pod else "waiting for the Job's pod"
+        if current != self.last:
+            self.say(f"{current} (after {now - self.started:.0f} s)")
+            self.last = current
+            self.next_beat = now + HEARTBEAT_SECONDS
+        elif now >= self.next_beat:
+            self.say(f"still {current} (after {now - self.started:.0f} s)")
+            self.next_beat = now + HEARTBEAT_SECONDS

@@ -1,0 +1,222 @@
+"""`ClusterApi` through the official `kubernetes` client.
+
+A refusal the stages can name becomes `stages.errors.ClusterUnreachable` (exit status 6), in words
+a pipeline log reader can act on, never with the request's credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from stages.cluster.api import Condition, JobState, Manifest, PodState
+from stages.errors import ClusterUnreachable
+
+
+@dataclass
+class KubernetesApi:
+    """`ClusterApi` through the official `kubernetes` client, for one namespace.
+
+    The client is built from a kubeconfig (the default chain: $KUBECONFIG, ~/.kube/config, unless a
+    file is named) and a context (the stack's `kubeContext` unless overridden), without touching
+    the client's global configuration.
+    """
+
+    namespace: str
+    core: Any = field(repr=False)
+    batch: Any = field(repr=False)
+
+    @classmethod
+    def connect(
+        cls, namespace: str, kubeconfig: Path | None = None, context: str | None = None
+    ) -> KubernetesApi:
+        from kubernetes import client, config
+        from kubernetes.config.config_exception import ConfigException
+
+        where = f"context {context!r}" if context else "the current context"
+        source = str(kubeconfig) if kubeconfig else "the default kubeconfig ($KUBECONFIG, ~/.kube)"
+        try:
+            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(kubeconfig) if kubeconfig else None,
+                context=context,
+                persist_config=False,
+            )
+        except (ConfigException, OSError, TypeError, ValueError) as error:
+            raise ClusterUnreachable(
+                f"cannot use {where} of {source}: {error}; pass --kubeconfig/--context"
+            ) from error
+        return cls(namespace, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
+
+    def create(self, manifest: Manifest) -> None:
+        kind, name = manifest["kind"], manifest["metadata"]["name"]
+        create = {
+            "ConfigMap": self.core.create_namespaced_config_map,
+            "Service": self.core.create_namespaced_service,
+            "Job": self.batch.create_namespaced_job,
+        }[kind]
+        self._raw(f"create {kind} {name}", lambda **raw: create(self.namespace, manifest, **raw))
+
+    def delete(self, kind: str, name: str) -> None:
+        delete = {
+            "ConfigMap": self.core.delete_namespaced_config_map,
+            "Service": self.core.delete_namespaced_service,
+            "Job": self.batch.delete_namespaced_job,
+        }[kind]
+        self._raw(
+            f"delete {kind} {name}",
+            lambda **raw: delete(name, self.namespace, propagation_policy="Foreground", **raw),
+            tolerated=NOT_FOUND,
+        )
+
+    def exists(self, kind: str, name: str) -> bool:
+        read = {
+            "ConfigMap": self.core.read_namespaced_config_map,
+            "Service": self.core.read_namespaced_service,
+            "Job": self.batch.read_namespaced_job,
+        }[kind]
+        found = self._raw(
+            f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
+        )
+        return found is not None
+
+    def read_job(self, name: str) -> JobState | None:
+        job = self._raw(
+            f"read Job {name}",
+            lambda **raw: self.batch.read_namespaced_job(name, self.namespace, **raw),
+            NOT_FOUND,
+        )
+        return None if job is None else job_state(json.loads(job))
+
+    def pods(self, label_selector: str) -> list[PodState]:
+        listing = self._raw(
+            f"list pods ({label_selector})",
+            lambda **raw: self.core.list_namespaced_pod(
+                self.namespace, label_selector=label_selector, **raw
+            ),
+        )
+        return [pod_state(pod) for pod in json.loads(listing or b"{}").get("items") or []]
+
+    def allocatable_gpus(self) -> int:
+        """The `nvidia.com/gpu` every node offers, summed (what the scheduler can place)."""
+        listing = self._raw("list nodes", lambda **raw: self.core.list_node(**raw))
+        nodes = json.loads(listing or b"{}").get("items") or []
+        return sum(_gpus(node) for node in nodes)
+
+    def pod_log(self, name: str) -> str:
+        """The log as sent (HTTP 400: the container has not started yet)."""
+        log = self._raw(
+            f"read the log of pod {name}",
+            lambda **raw: self.core.read_namespaced_pod_log(name, self.namespace, **raw),
+            WAITING_TO_START,
+        )
+        return "" if log is None else log.decode("utf-8", errors="replace")
+
+    def _raw(
+        self, action: str, call: Callable[..., Any], tolerated: frozenset[int] = frozenset()
+    ) -> bytes | None:
+        """The response body of a call made without the client's model deserialisation.
+
+        Raw bodies because the client's models are not what the stages need: its string handling
+        mangles JSON-looking log lines (kubernetes-client/python#811, #1354), and its strict
+        models would reject a server field they do not know. Returns None for a tolerated HTTP
+        status; any other refusal or a transport failure is a ClusterUnreachable.
+        """
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            response = call(_preload_content=False, _request_timeout=REQUEST_TIMEOUT_SECONDS)
+            return bytes(response.data)
+        except ApiException as error:
+            if error.status in tolerated:
+                return None
+            raise ClusterUnreachable(explain_api_error(action, self.namespace, error)) from None
+        except HTTPError as error:
+            raise ClusterUnreachable(
+                f"cannot reach the Kubernetes API to {action}: {error}"
+            ) from error
+
+
+NOT_FOUND = frozenset({404})
+WAITING_TO_START = frozenset({400})
+REQUEST_TIMEOUT_SECONDS = 60
+"""One API request's limit: the waits are the runner's, a hung connection must not be one."""
+
+
+def explain_api_error(action: str, namespace: str, error: Any) -> str:
+    """A refusal in words a pipeline log reader can act on (never the request's credentials)."""
+    status, reason = getattr(error, "status", None), getattr(error, "reason", "")
+    hints = {
+        401: "the kubeconfig's credentials were rejected (expired token?)",
+        403: f"the kubeconfig's user may not do this in namespace {namespace} (RBAC): it needs "
+        "create/delete/get on jobs, services and configmaps, and get/list on pods and pods/log",
+        404: f"namespace {namespace} (or the object) does not exist",
+        409: "the object is still being deleted, or exists already",
+        422: "the API server rejected the manifest",
+    }
+    hint = hints.get(status or 0, "")
+    body = str(getattr(error, "body", "") or "")[:300]
+    return (
+        f"{action} in {namespace}: HTTP {status} {reason}"
+        + (f": {hint}" if hint else "")
+        + (f" ({body})" if body and status == 422 else "")
+    )
+
+
+def _gpus(node: dict[str, Any]) -> int:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    try:
+        return int(allocatable.get("nvidia.com/gpu", 0))
+    except ValueError:
+        return 0
+
+
+def job_state(job: dict[str, Any]) -> JobState:
+    """A Job object as the API sends it (JSON) -> JobState."""
+    status = job.get("status") or {}
+    conditions = tuple(
+        Condition(
+            c.get("type", ""), c.get("status", ""), c.get("reason") or "", c.get("message") or ""
+        )
+        for c in status.get("conditions") or []
+    )
+    return JobState(
+        uid=(job.get("metadata") or {}).get("uid", ""),
+        active=status.get("active") or 0,
+        succeeded=status.get("succeeded") or 0,
+        failed=status.get("failed") or 0,
+        conditions=conditions,
+    )
+
+
+def pod_state(pod: dict[str, Any]) -> PodState:
+    """A Pod object as the API sends it (JSON) -> PodState (its first container)."""
+    metadata, status = pod.get("metadata") or {}, pod.get("status") or {}
+    containers = status.get("containerStatuses") or [{}]
+    state = containers[0].get("state") or {}
+    waiting, terminated = state.get("waiting") or {}, state.get("terminated")
+    conditions: list[dict[str, Any]] = status.get("conditions") or []
+    scheduled = next((c for c in conditions if c.get("type") == "PodScheduled"), {})
+    unschedulable = None
+    if scheduled.get("status") == "False":
+        unschedulable = scheduled.get("message") or scheduled.get("reason") or "not scheduled"
+    return PodState(
+        name=metadata.get("name", ""),
+        phase=status.get("phase") or "Unknown",
+        created=_timestamp(metadata.get("creationTimestamp")),
+        waiting_reason=waiting.get("reason"),
+        waiting_message=waiting.get("message"),
+        exit_code=terminated.get("exitCode") if terminated else None,
+        terminated_reason=terminated.get("reason") if terminated else None,
+        unschedulable=unschedulable,
+        ready=bool(containers[0].get("ready")),
+    )
+
+
+def _timestamp(value: str | None) -> float:
+    """RFC 3339 `2026-11-30T12:00:00Z` -> seconds since the epoch (0 when absent)."""
+    return datetime.fromisoformat(value).timestamp() if value else 0.0

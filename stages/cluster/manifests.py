@@ -1,0 +1,266 @@
+"""The cluster's smoke and perf Jobs as plain Kubernetes objects: pure builders, no client.
+
+Each stage submits three objects into the stack's namespace:
+
+- a ConfigMap with what the pod runs: the pod program (`stages/incluster/`, mounted at the same
+  relative paths under /config) and its config or plan (`stages.core.pod_plans`, the builders the
+  lab's local runs use too);
+- a Service `<job>-media` on port 8090 that selects the Job's pod, through which the workers fetch
+  the synthetic videos the pod serves (`http://<service>.<namespace>.svc.cluster.local:8090/...`);
+- the Job itself (`cosmos3-nano-reasoner-smoke` / `-perf`, the recipe's names), whose pod template
+  is `stages.cluster.pod_template`.
+
+Nothing here talks to a cluster: `stages.cluster.run` submits what these functions return.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+
+from components import names
+from components.contract import StackOutputs
+from stages.cluster.pod_template import (
+    CONFIG_DIR,
+    IMAGEIO_FFMPEG,
+    MEDIA_PORT_NAME,
+    JobSettings,
+    JobShape,
+    Manifest,
+    entry_script,
+    job,
+)
+from stages.core.aiperf import AIPERF_VERSION
+from stages.core.pod_plans import (
+    MEDIA_PORT,
+    PERF_PLAN,
+    SMOKE_CONFIG,
+    PodPlace,
+    perf_pod_plan,
+    program_files,
+    smoke_pod_config,
+)
+from stages.core.workload import PerfWorkload, VideoUrl
+from stages.incluster import perf_pod, smoke_pod
+
+AIPERF_LOCK = Path(__file__).resolve().parent.parent / "requirements-aiperf.lock"
+"""The complete, `pip check`-clean AIPerf set the lab runs; the perf pod installs exactly this."""
+
+SMOKE_JOB = f"{names.APP}-smoke"
+PERF_JOB = f"{names.APP}-perf"
+MANAGED_BY = "cosmos3-stages"
+RUN_ID_LABEL = f"{names.APP}/run-id"
+"""On the pod and in the media Service's selector: the Service only ever reaches this run's pod."""
+CONFIG_MAP_LIMIT_BYTES = 900 * 1024
+"""The API server refuses ConfigMaps over 1 MiB; keep a margin."""
+
+SMOKE = JobShape(
+    SMOKE_JOB,
+    "smoke",
+    {
+        "requests": {"cpu": "500m", "memory": "512Mi", "ephemeral-storage": "1Gi"},
+        "limits": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "2Gi"},
+    },
+    scratch="1Gi",
+)
+PERF = JobShape(
+    PERF_JOB,
+    "perf",
+    # AIPerf runs a dozen processes at concurrency 16 and its venv is about 1.2 GB on disk.
+    {
+        "requests": {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "6Gi"},
+        "limits": {"cpu": "8", "memory": "16Gi", "ephemeral-storage": "10Gi"},
+    },
+    scratch="8Gi",
+)
+
+
+# --- names and URLs -----------------------------------------------------------------------------
+
+
+def media_service_name(job: str) -> str:
+    return f"{job}-media"
+
+
+def media_base_url(outputs: StackOutputs, job: str) -> str:
+    """Where the workers fetch the pod's videos: the media Service's cluster DNS name."""
+    return f"http://{media_service_name(job)}.{outputs.namespace}.svc.cluster.local:{MEDIA_PORT}"
+
+
+def labels(component: str, outputs: StackOutputs) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": names.APP,
+        "app.kubernetes.io/part-of": names.APP,
+        "app.kubernetes.io/component": component,
+        "app.kubernetes.io/managed-by": MANAGED_BY,
+        f"{names.APP}/profile": outputs.profile.value,
+    }
+
+
+def pod_labels(component: str, outputs: StackOutputs, run_id: str) -> dict[str, str]:
+    return labels(component, outputs) | {RUN_ID_LABEL: run_id}
+
+
+# --- the objects --------------------------------------------------------------------------------
+
+
+def smoke_manifests(outputs: StackOutputs, settings: JobSettings) -> list[Manifest]:
+    """ConfigMap, media Service and Job of the smoke stage, in the order they are created."""
+    config = smoke_pod_config(
+        outputs, media_base_url(outputs, SMOKE_JOB), PodPlace(), settings.plan.model_wait_seconds
+    )
+    files = program_files("smoke_pod.py")
+    files[SMOKE_CONFIG] = (json.dumps(config, indent=2) + "\n").encode()
+    script = entry_script(
+        f"FFmpeg ({IMAGEIO_FFMPEG})",
+        [IMAGEIO_FFMPEG],
+        f"stages.incluster.smoke_pod {CONFIG_DIR / SMOKE_CONFIG}",
+        smoke_pod.FAILED,
+    )
+    return _objects(SMOKE, outputs, settings, script, files)
+
+
+def perf_manifests(
+    outputs: StackOutputs, workload: PerfWorkload, settings: JobSettings
+) -> list[Manifest]:
+    """ConfigMap, media Service and Job of the perf stage, in the order they are created."""
+    media_url = media_base_url(outputs, PERF_JOB)
+    plan = perf_pod_plan(
+        outputs, workload, VideoUrl(media_url), media_url, PodPlace(), settings.plan
+    )
+    files = program_files("perf_pod.py")
+    files[AIPERF_LOCK.name] = AIPERF_LOCK.read_bytes()
+    files[PERF_PLAN] = gzip.compress(json.dumps(plan).encode(), mtime=0)
+    script = entry_script(
+        f"AIPerf {AIPERF_VERSION} (the stages' lock) and FFmpeg",
+        ["--no-deps", "-r", str(CONFIG_DIR / AIPERF_LOCK.name), IMAGEIO_FFMPEG],
+        f"stages.incluster.perf_pod {CONFIG_DIR / PERF_PLAN}",
+        perf_pod.FAILED,
+    )
+    objects = _objects(PERF, outputs, settings, script, files)
+    objects[-1]["spec"]["template"]["spec"]["affinity"] = frontend_affinity(outputs)
+    return objects
+
+
+def _objects(
+    shape: JobShape,
+    outputs: StackOutputs,
+    settings: JobSettings,
+    script: str,
+    files: dict[str, bytes],
+) -> list[Manifest]:
+    # ConfigMap keys cannot hold a `/`: each file is a key named after it, mounted at its path.
+    items = [{"key": PurePosixPath(path).name, "path": path} for path in sorted(files)]
+    metadata = _metadata(shape.job, shape, outputs)
+    labels_of_pod = pod_labels(shape.component, outputs, settings.run_id)
+    return [
+        _config_map(shape, outputs, files),
+        _media_service(shape, outputs, settings.run_id),
+        job(shape, settings, script, items, metadata, labels_of_pod),
+    ]
+
+
+def pod_files(config_map: Manifest) -> dict[str, bytes]:
+    """The files the pod sees under /config, by relative path (as the volume's items lay out)."""
+    contents = {key: value.encode() for key, value in config_map.get("data", {}).items()}
+    for key, value in config_map.get("binaryData", {}).items():
+        contents[key] = base64.b64decode(value)
+    return {_mount_path(key): data for key, data in contents.items()}
+
+
+def _mount_path(key: str) -> str:
+    return f"stages/incluster/{key}" if key.endswith(".py") else key
+
+
+def _metadata(name: str, shape: JobShape, outputs: StackOutputs) -> dict[str, Any]:
+    return {
+        "name": name,
+        "namespace": outputs.namespace,
+        "labels": labels(shape.component, outputs),
+    }
+
+
+def _config_map(shape: JobShape, outputs: StackOutputs, files: dict[str, bytes]) -> Manifest:
+    """Text files as `data`, the gzipped plan as `binaryData`, each under its file name."""
+    size = sum(len(content) for content in files.values())
+    if size > CONFIG_MAP_LIMIT_BYTES:
+        raise ValueError(
+            f"the {shape.component} ConfigMap would hold {size} bytes, over "
+            f"{CONFIG_MAP_LIMIT_BYTES}: reduce the workload (videos x questions x levels)"
+        )
+    names_of = {path: PurePosixPath(path).name for path in files}
+    binary = {path for path in files if path.endswith(".gz")}
+    manifest: Manifest = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(shape.job, shape, outputs),
+        "data": {names_of[p]: files[p].decode() for p in sorted(files) if p not in binary},
+    }
+    if binary:
+        manifest["binaryData"] = {
+            names_of[p]: base64.b64encode(files[p]).decode() for p in sorted(binary)
+        }
+    return manifest
+
+
+def _media_service(shape: JobShape, outputs: StackOutputs, run_id: str) -> Manifest:
+    port = {
+        "name": MEDIA_PORT_NAME,
+        "port": MEDIA_PORT,
+        "targetPort": MEDIA_PORT_NAME,
+        "protocol": "TCP",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(media_service_name(shape.job), shape, outputs),
+        "spec": {"selector": pod_labels(shape.component, outputs, run_id), "ports": [port]},
+    }
+
+
+def frontend_affinity(outputs: StackOutputs) -> dict[str, Any]:
+    """Prefer the frontend's node, as the recipes' perf Jobs do (preferred: never blocks)."""
+    match = [
+        {
+            "key": "nvidia.com/dynamo-graph-deployment-name",
+            "operator": "In",
+            "values": [outputs.graph_name],
+        },
+        {"key": "nvidia.com/dynamo-component-type", "operator": "In", "values": ["frontend"]},
+    ]
+    term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchExpressions": match}}
+    preferred = [{"weight": 100, "podAffinityTerm": term}]
+    return {"podAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": preferred}}
+
+
+# --- YAML for --dry-run ---------------------------------------------------------------------------
+
+
+class _BlockDumper(yaml.SafeDumper):
+    """Multi-line strings (the scripts) as literal blocks, so a dry run is readable."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_BlockDumper.add_representer(str, _represent_str)
+
+
+def to_yaml(manifests: list[Manifest]) -> str:
+    """The objects as one multi-document YAML stream, in submission order."""
+    return yaml.dump_all(manifests, Dumper=_BlockDumper, sort_keys=False, width=100)
+
+
+def check_run_id(run_id: str) -> str:
+    """A run id must be a label value (it selects the run's pod): returns it or raises."""
+    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?", run_id):
+        raise ValueError(f"run id {run_id!r} is not a Kubernetes label value")
+    return run_id

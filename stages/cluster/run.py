@@ -1,0 +1,230 @@
+"""The smoke and perf stages on a cluster: build the Job's objects, run the Job, read its verdict.
+
+`stages.cluster.manifests` builds the objects, `stages.cluster.job_runner` runs them through the
+`ClusterApi` seam, and `stages.core.verdicts` decides what the pod's log means, exactly as it
+does for the lab's local runs. The perf exports land in `<out>/c<N>/aiperf/`, so the same
+`results.json` comes out of both targets for `report` and `archive`.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import sys
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TextIO
+from urllib.parse import urlsplit
+
+from components.contract import StackOutputs
+from stages.cluster import manifests
+from stages.cluster.api import ClusterApi, Manifest
+from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
+from stages.cluster.kubernetes_api import KubernetesApi
+from stages.cluster.manifests import PERF_JOB, RUN_ID_LABEL
+from stages.cluster.pod_template import POD_IMAGE, JobSettings
+from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
+from stages.core.pod_plans import PlanSettings
+from stages.core.results import ProfileResults
+from stages.core.verdicts import smoke_verdict, sweep_results
+from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
+from stages.errors import UsageError
+
+SMOKE_TIMEOUT_SECONDS = 900.0
+PERF_TIMEOUT_SECONDS = 4 * 3600.0
+"""The recipe's sweep took about 70 minutes (round robin) on eight H200s, plus installing AIPerf
+and making 1,000 videos; four hours leaves room for a slower cluster."""
+DEADLINE_MARGIN_SECONDS = 300
+"""The Job's activeDeadlineSeconds is the stage's timeout plus this: the stage normally gives up
+first (and deletes the Job); the deadline stops the Job if the stage itself died."""
+POD_LOG_FILE = "pod.log"
+MANIFESTS_FILE = "manifests.yaml"
+
+CLUSTER_TOKENIZER = "builtin"
+"""AIPerf's tiktoken tokenizer (o200k_base). The served model id would make AIPerf look the
+Cosmos3 tokenizer up on the Hugging Face Hub, where a NIM model need not be. With
+`--use-server-token-count` the metrics use the server's token counts, and the dataset fixes every
+output length, so the tokenizer only has to load. `builtin` is not offline, despite AIPerf's help:
+tiktoken downloads o200k_base.tiktoken from openaipublic.blob.core.windows.net on first use
+(checked here: without that host it fails). The pod checks it loads before the sweep."""
+CLUSTER_CONNECTION_REUSE: ConnectionReuse = NEW_CONNECTIONS
+"""A new connection per request, as in the lab: the A/B numbers come from the same client
+behaviour on both targets; the keep-alive stall the lab measured (TTFT p50 44 ms pooled vs 26 ms)
+is a TCP interaction not specific to loopback; an in-cluster plain-HTTP connect costs well under a
+millisecond against TTFTs of ~60 ms; and with one frontend per graph, connections cannot change
+routing (affinity follows the session header). Unverified on a cluster: `--connection-reuse
+pooled` switches it."""
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    """How to reach the cluster and what the Jobs run; every field has a documented default."""
+
+    kubeconfig: Path | None = None
+    context: str | None = None
+    """None: the stack outputs' kubeContext."""
+    timeout_seconds: float | None = None
+    """None: the stage's default (smoke 900 s, perf 4 h)."""
+    start_timeout_seconds: float = 600.0
+    poll_seconds: float = 5.0
+    image: str = POD_IMAGE
+    pip_index_url: str | None = None
+    tokenizer: str = CLUSTER_TOKENIZER
+    connection_reuse: ConnectionReuse = CLUSTER_CONNECTION_REUSE
+    run_id: str | None = None
+
+    def timeout(self, default_timeout: float) -> float:
+        return default_timeout if self.timeout_seconds is None else self.timeout_seconds
+
+    def limits(self, default_timeout: float) -> WaitLimits:
+        return WaitLimits(
+            timeout_seconds=self.timeout(default_timeout),
+            start_timeout_seconds=self.start_timeout_seconds,
+            poll_seconds=self.poll_seconds,
+        )
+
+    def job_settings(self, default_timeout: float, model_wait_seconds: float) -> JobSettings:
+        plan = PlanSettings(
+            tokenizer=self.tokenizer,
+            model_wait_seconds=model_wait_seconds,
+            connection_reuse=self.connection_reuse,
+            tokenizer_check=True,
+        )
+        return JobSettings(
+            run_id=manifests.check_run_id(self.run_id or new_run_id()),
+            plan=plan,
+            image=self.image,
+            deadline_seconds=int(self.timeout(default_timeout)) + DEADLINE_MARGIN_SECONDS,
+            pip_index_url=self.pip_index_url,
+        )
+
+
+def new_run_id() -> str:
+    """`20261130T184200Z-3f9a1c`: sortable, unique, and a valid label value."""
+    return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
+
+
+def require_cluster_reachable_frontend(outputs: StackOutputs, stage: str) -> None:
+    """Refuse cluster outputs whose frontend URL is a loopback address before submitting a Job.
+
+    Inside the pod, 127.0.0.1 or localhost is the pod itself, so the Job could never reach that
+    frontend: such outputs are a lab file (or a port-forward) marked `target: cluster` by hand.
+    """
+    host = urlsplit(outputs.frontend_url).hostname or ""
+    try:
+        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = False
+    if loopback:
+        raise UsageError(
+            f"the {stage} stage runs against a cluster as an in-cluster Job, which cannot reach "
+            f"the frontend at {outputs.frontend_url} (a loopback address inside the pod is the pod "
+            "itself): use the stack's outputs (`pulumi stack output --json`), or `target: lab`"
+        )
+
+
+def connect(outputs: StackOutputs, options: ClusterOptions) -> ClusterApi:
+    """The official client for the stack's namespace and kube context (or the overrides)."""
+    return KubernetesApi.connect(
+        outputs.namespace, options.kubeconfig, options.context or outputs.kube_context
+    )
+
+
+def _printer(stage: str, outputs: StackOutputs, stream: TextIO | None) -> Callable[[str], None]:
+    target = stream or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"[{stage} {outputs.namespace}] {message}", file=target, flush=True)
+
+    return say
+
+
+def _run_id_selector(objects: list[Manifest]) -> str:
+    job = next(m for m in objects if m["kind"] == "Job")
+    run_id = job["spec"]["template"]["metadata"]["labels"][RUN_ID_LABEL]
+    return f"{RUN_ID_LABEL}={run_id}"
+
+
+# --- smoke --------------------------------------------------------------------------------------
+
+
+def smoke_objects(
+    outputs: StackOutputs, options: ClusterOptions, model_wait_seconds: float
+) -> list[Manifest]:
+    settings = options.job_settings(SMOKE_TIMEOUT_SECONDS, model_wait_seconds)
+    return manifests.smoke_manifests(outputs, settings)
+
+
+def run_cluster_smoke(
+    outputs: StackOutputs,
+    options: ClusterOptions,
+    model_wait_seconds: float,
+    api: ClusterApi | None = None,
+    stream: TextIO | None = None,
+    timer: Timer | None = None,
+) -> str:
+    """Run the smoke Job in the stack's namespace; returns the answer or raises why not.
+
+    `api`, `stream` and `timer` default to the real cluster, stderr and the real clock."""
+    require_cluster_reachable_frontend(outputs, "smoke")
+    objects = smoke_objects(outputs, options, model_wait_seconds)
+    runner = JobRunner(
+        api or connect(outputs, options),
+        options.limits(SMOKE_TIMEOUT_SECONDS),
+        _printer("smoke", outputs, stream),
+        timer,
+    )
+    return smoke_verdict(runner.run(objects, _run_id_selector(objects)))
+
+
+# --- perf ---------------------------------------------------------------------------------------
+
+
+def perf_objects(
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    options: ClusterOptions,
+    model_wait_seconds: float,
+) -> list[Manifest]:
+    settings = options.job_settings(PERF_TIMEOUT_SECONDS, model_wait_seconds)
+    return manifests.perf_manifests(outputs, workload, settings)
+
+
+def _keep_record(
+    outputs: StackOutputs, workload: PerfWorkload, objects: list[Manifest], out_dir: Path
+) -> None:
+    """What was submitted, and each level's dataset, beside the results (for the archive)."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MANIFESTS_FILE).write_text(manifests.to_yaml(objects))
+    media = VideoUrl(manifests.media_base_url(outputs, PERF_JOB))
+    for concurrency in workload.concurrencies:
+        rows = dataset_rows(workload, concurrency, media)
+        write_dataset(rows, out_dir / f"c{concurrency}" / "dataset.jsonl")
+
+
+def run_cluster_perf(
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    out_dir: Path,
+    options: ClusterOptions,
+    model_wait_seconds: float,
+    api: ClusterApi | None = None,
+    stream: TextIO | None = None,
+    timer: Timer | None = None,
+) -> ProfileResults:
+    """Run the perf Job; writes the pod's log, exports and `results.json` under `out_dir`."""
+    require_cluster_reachable_frontend(outputs, "perf")
+    objects = perf_objects(outputs, workload, options, model_wait_seconds)
+    _keep_record(outputs, workload, objects, out_dir)
+    runner = JobRunner(
+        api or connect(outputs, options),
+        options.limits(PERF_TIMEOUT_SECONDS),
+        _printer("perf", outputs, stream),
+        timer,
+    )
+    run = runner.run(objects, _run_id_selector(objects))
+    log_path = out_dir / POD_LOG_FILE
+    log_path.write_text(run.log)
+    return sweep_results(outputs, workload, run, out_dir, log_path)

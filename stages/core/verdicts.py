@@ -1,0 +1,121 @@
+"""What a pod program's run means: the smoke answer, or the sweep's results. Same for every target.
+
+- smoke passes when the program succeeded AND its last line starts with `Smoke test passed`;
+- perf passes when the program succeeded and every level's AIPerf export decodes from the log;
+  the exports land in `<out>/c<N>/aiperf/`, and `finish_sweep` writes `results.json` from them;
+- a program that says `Frontend not ready:` fails either stage with that error's own status.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.contract import StackOutputs
+from stages.core.pod_log import PodRun
+from stages.core.results import AIPERF_EXPORT_FILE, LevelResult, ProfileResults, read_level
+from stages.core.workload import PerfWorkload
+from stages.errors import FrontendNotReady, StageFailed
+from stages.incluster import pod_common, smoke_pod
+from stages.incluster.log_exports import ExportFormatError, decode_exports
+
+
+def frontend_not_ready(run: PodRun) -> str | None:
+    """The program's own `Frontend not ready: ...` line, if it printed one."""
+    prefix = pod_common.FRONTEND_NOT_READY
+    return next((line for line in run.lines if line.startswith(prefix)), None)
+
+
+def _fail_unless_succeeded(run: PodRun, stage: str, log_path: Path | None = None) -> None:
+    not_ready = frontend_not_ready(run)
+    if not_ready:
+        raise FrontendNotReady(f"the {stage} program reports: {not_ready}")
+    if not run.succeeded:
+        where = f" (all of it in {log_path})" if log_path else ""
+        raise StageFailed(
+            f"{run.what} failed ({run.failure}); the end of its log{where}:\n{run.tail()}"
+        )
+
+
+def smoke_verdict(run: PodRun) -> str:
+    """The answer if the smoke program passed; otherwise the error that says why it did not."""
+    _fail_unless_succeeded(run, "smoke")
+    last = run.last_line
+    if not last.startswith(smoke_pod.PASSED):
+        raise StageFailed(
+            f"{run.what} completed, but its last log line is not '{smoke_pod.PASSED} ...': {last!r}"
+        )
+    return last.removeprefix(smoke_pod.PASSED).strip()
+
+
+def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]:
+    """Decode the AIPerf exports framed in a perf program's log into `<out>/c<N>/aiperf/<file>`.
+
+    Old exports of the same levels are removed first, so a level the log lacks cannot be read
+    from an earlier run.
+    """
+    for concurrency in workload.concurrencies:
+        (out_dir / f"c{concurrency}" / "aiperf" / AIPERF_EXPORT_FILE).unlink(missing_ok=True)
+    try:
+        exports = decode_exports(log.splitlines())
+    except ExportFormatError as error:
+        raise StageFailed(f"the perf program's log is damaged: {error}") from error
+    written = []
+    for export in exports:
+        path = out_dir / f"c{export.concurrency}" / "aiperf" / export.file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(export.data)
+        written.append(path)
+    return written
+
+
+def sweep_results(
+    outputs: StackOutputs, workload: PerfWorkload, run: PodRun, out_dir: Path, log_path: Path
+) -> ProfileResults:
+    """The sweep's results from a perf program's run: the same files and `results.json` on every
+    target; fails (after saving what there is) if the run failed or a level broke its promises."""
+    _fail_unless_succeeded(run, "perf", log_path)
+    write_exports(run.log, workload, out_dir)
+    try:
+        levels = [read_level(out_dir / f"c{c}" / "aiperf") for c in workload.concurrencies]
+    except StageFailed as error:
+        raise StageFailed(f"the perf program's log lacks a level's export: {error}") from error
+    return finish_sweep(outputs, workload, levels, out_dir)
+
+
+def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
+    """Broken promises of one level: errors, missing requests, output length not exact."""
+    problems = []
+    if level.error_count:
+        problems.append(f"concurrency {level.concurrency}: {level.error_count} requests failed")
+    if level.request_count != workload.requests_per_level:
+        problems.append(
+            f"concurrency {level.concurrency}: {level.request_count} requests completed, "
+            f"{workload.requests_per_level} expected"
+        )
+    if abs(level.output_tokens_mean - workload.output_tokens) > 1e-6:
+        problems.append(
+            f"concurrency {level.concurrency}: {level.output_tokens_mean:g} output tokens on "
+            f"average, exactly {workload.output_tokens} expected"
+        )
+    return problems
+
+
+def finish_sweep(
+    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult], out_dir: Path
+) -> ProfileResults:
+    """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
+    (the results stay saved for inspection)."""
+    results = ProfileResults(
+        profile=outputs.profile,
+        target=outputs.target,
+        graph_name=outputs.graph_name,
+        workers=outputs.worker_replicas,
+        session_header=outputs.session_header,
+        workload=workload,
+        levels=levels,
+    )
+    results.save(out_dir / "results.json")
+    problems = [p for level in levels for p in check_level(level, workload)]
+    if problems:
+        raise StageFailed("the sweep broke its promises:\n" + "\n".join(problems))
+    return results

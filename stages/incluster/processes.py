@@ -1,0 +1,208 @@
+"""Child processes that are always stopped: each in its own process group, stopped by group id.
+
+Every child we start (the lab's frontend and workers, a pod program run locally, AIPerf inside a
+pod program) starts a new session, so its process group id is its PID and everything it forks stays
+in that group. Stopping the group by id ends the process and its children without touching anything
+else on the machine (no kill by name). Interrupts are held while a child is started or stopped, so
+one is never left half-recorded.
+
+Standard library only: the pod programs ship this module to the cluster's pods too.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+STOP_GRACE_SECONDS = 5.0
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class GroupProcess:
+    """A process started as the leader of its own process group, logging to a file."""
+
+    name: str
+    popen: subprocess.Popen[bytes]
+    log_path: Path
+    stopped: bool = False
+    stop_grace_seconds: float = STOP_GRACE_SECONDS
+    """How long the group gets after SIGTERM (each step) before whatever is left is killed."""
+
+    @property
+    def pgid(self) -> int:
+        return self.popen.pid
+
+    def exit_code(self) -> int | None:
+        """None while running."""
+        return self.popen.poll()
+
+    def log_tail(self, lines: int = 25) -> str:
+        try:
+            text = self.log_path.read_text(errors="replace")
+        except FileNotFoundError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+    def request_stop(self) -> None:
+        """SIGTERM the group without waiting (to stop several groups side by side)."""
+        if not self._group_may_exist():
+            return
+        signal_group(self.pgid, signal.SIGTERM)
+
+    def _group_may_exist(self) -> bool:
+        # Once the leader is reaped and the group is empty, its id may be reused by someone else's
+        # process group: never signal it then.
+        if self.stopped:
+            return False
+        return self.popen.poll() is None or group_alive(self.pgid)
+
+    def stop(self) -> None:
+        """SIGTERM the group, wait a grace period, then SIGKILL whatever is left of it."""
+        if not self._group_may_exist():
+            self.stopped = True
+            return
+        self.request_stop()
+        try:
+            self.popen.wait(timeout=self.stop_grace_seconds)
+        except subprocess.TimeoutExpired:
+            pass
+        deadline = time.monotonic() + self.stop_grace_seconds
+        while group_alive(self.pgid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if group_alive(self.pgid):
+            signal_group(self.pgid, signal.SIGKILL)
+        if self.popen.poll() is None:
+            self.popen.wait(timeout=self.stop_grace_seconds)
+        self.stopped = True
+
+
+def start_group_process(
+    name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path
+) -> GroupProcess:
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with log_path.open("wb") as log:
+        popen = subprocess.Popen(
+            list(argv),
+            env=dict(env),
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    return GroupProcess(name=name, popen=popen, log_path=log_path)
+
+
+@contextmanager
+def running_group(
+    name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path
+) -> Iterator[GroupProcess]:
+    """A child in its own process group for the block's duration: started and recorded with
+    interrupts held, and stopped (the whole group) however the block ends."""
+    with deferred_interrupts():
+        process = start_group_process(name, argv, env, log_path, cwd)
+    try:
+        yield process
+    finally:
+        with deferred_interrupts():
+            process.stop()
+
+
+def signal_group(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        pass
+
+
+def group_members(pgid: int) -> list[int]:
+    """PIDs whose process group is `pgid`, from /proc; zombies (already exited) excluded."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        # Fields after the command name, which is in parentheses and may contain spaces.
+        fields = stat[stat.rfind(")") + 2 :].split()
+        state, process_group = fields[0], int(fields[2])
+        if process_group == pgid and state != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def group_alive(pgid: int) -> bool:
+    return bool(group_members(pgid))
+
+
+def rss_bytes(pid: int) -> int:
+    """Resident set size of one process, 0 if it is gone."""
+    try:
+        resident_pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+    return resident_pages * PAGE_SIZE
+
+
+def groups_rss_bytes(pgids: Sequence[int]) -> int:
+    """Total resident memory of every process in the given groups."""
+    return sum(rss_bytes(pid) for pgid in pgids for pid in group_members(pgid))
+
+
+INTERRUPTS = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def _interrupt_handler(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """`handler` for Ctrl-C and SIGTERM inside the block; the previous handlers after it."""
+    previous = {signum: signal.signal(signum, handler) for signum in INTERRUPTS}
+    try:
+        yield
+    finally:
+        for signum, old in previous.items():
+            signal.signal(signum, old)
+
+
+@contextmanager
+def deferred_interrupts() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM until the block is done, then raise KeyboardInterrupt if one came.
+
+    Starting or stopping a child must not be cut in half: a child that Popen has forked but the
+    caller has not recorded yet, or a group stopped halfway, would outlive the lab (seen: SIGTERM
+    during Popen left AIPerf running). Signals reach only the main thread; elsewhere the block runs
+    as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    with _interrupt_handler(lambda signum, frame: received.append(signum)):
+        yield
+    if received:
+        raise KeyboardInterrupt(f"signal {received[0]} (held while starting or stopping a process)")
+
+
+@contextmanager
+def signals_as_keyboard_interrupt() -> Iterator[None]:
+    """Treat SIGTERM and Ctrl-C as KeyboardInterrupt inside the block, so `with` blocks unwind and
+    stop children.
+
+    SIGINT is set explicitly too: a process started in the background by a non-interactive shell
+    (as CI runners may) inherits SIGINT as ignored, and Python then never raises on Ctrl-C.
+    """
+
+    def _raise(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    with _interrupt_handler(_raise):
+        yield

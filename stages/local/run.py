@@ -1,0 +1,174 @@
+"""Run the smoke and perf pod programs as local processes; read their verdict like a cluster Job's.
+
+Each run lays the program out the way the Job's ConfigMap does (`stages/incluster/*.py` and its
+config under one directory) and starts `python -S -E -u -m stages.incluster.<program>` there: `-S`
+keeps site-packages out and `-E` the PYTHON* variables, so the program runs on the standard library
+alone, as in the pod's bare image.
+Its output is echoed as it grows (`[perf lab]   pod| ...`) and kept in a log file; the verdict is
+`stages.core.verdicts`, the same as for a Job's log.
+
+The program runs in its own process group, stopped whole however the run ends; on SIGTERM it stops
+the AIPerf group it started before it exits (`pod_common.run_pod_program`), given time to do so.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import socket
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from components.contract import StackOutputs
+from stages.core.aiperf import NEW_CONNECTIONS
+from stages.core.pod_log import LogEcho, PodRun
+from stages.core.pod_plans import (
+    PERF_PLAN,
+    SMOKE_CONFIG,
+    PlanSettings,
+    PodPlace,
+    dataset_path,
+    perf_pod_plan,
+    program_files,
+    smoke_pod_config,
+)
+from stages.core.results import ProfileResults
+from stages.core.verdicts import smoke_verdict, sweep_results
+from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
+from stages.errors import UsageError
+from stages.incluster.processes import running_group
+
+LOOPBACK = "127.0.0.1"
+POLL_SECONDS = 0.5
+LOCAL_HEARTBEAT_SECONDS = 15.0
+PROGRAM_STOP_GRACE_SECONDS = 30.0
+"""Longer than the program needs to stop its AIPerf group (two 10 s waits at most)."""
+PROGRAM_LOG = "program.log"
+_INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
+
+
+def _ffmpeg() -> str:
+    import imageio_ffmpeg  # type: ignore[import-untyped]
+
+    return str(imageio_ffmpeg.get_ffmpeg_exe())
+
+
+@dataclass(frozen=True)
+class LocalTools:
+    """What a local run needs from whoever owns the graph."""
+
+    aiperf: Path
+    tokenizer: str
+    media_for: Callable[[PerfWorkload], VideoMedia]
+    """What a request carries for its video (the lab: a per-video text prefix of the workload's
+    `prefix_tokens`)."""
+    default_workload: PerfWorkload
+    """The sweep when no size is given (the lab: a reduced one that runs in minutes)."""
+    recipe_workload: PerfWorkload
+    """The recipe's sizes as this graph runs them (`--recipe-sizes`)."""
+    ffmpeg: str = field(default_factory=_ffmpeg)
+    """FFmpeg for the smoke video (default: the imageio-ffmpeg wheel's, as in the pod)."""
+
+
+def require_local_tools(tools: LocalTools | None, outputs: StackOutputs) -> LocalTools:
+    if tools is None:
+        raise UsageError(
+            f"{outputs.graph_name} is a lab graph (target: lab): run the stage through the lab, "
+            "which knows its AIPerf and tokenizer, e.g. `python -m lab stage perf --outputs ...`"
+        )
+    return tools
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((LOOPBACK, 0))
+        return int(probe.getsockname()[1])
+
+
+def _printer(stage: str, stream: TextIO | None) -> Callable[[str], None]:
+    target = stream or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"[{stage} lab] {message}", file=target, flush=True)
+
+    return say
+
+
+def run_program(
+    entry: str, config: tuple[str, bytes], work_dir: Path, say: Callable[[str], None]
+) -> PodRun:
+    """Lay out and run one pod program to its end; its output is echoed and kept in a log."""
+    program_dir = work_dir / "program"
+    for path, content in (program_files(entry) | dict([config])).items():
+        (program_dir / path).parent.mkdir(parents=True, exist_ok=True)
+        (program_dir / path).write_bytes(content)
+    log_path = work_dir / PROGRAM_LOG
+    module = f"stages.incluster.{entry.removesuffix('.py')}"
+    argv = [sys.executable, "-S", "-E", "-u", "-B", "-m", module, str(program_dir / config[0])]
+    env = {k: v for k, v in os.environ.items() if k not in _INHERITED_PYTHON_VARIABLES}
+    echo = LogEcho(say)
+    with running_group(module, argv, env, log_path, cwd=program_dir) as program:
+        program.stop_grace_seconds = PROGRAM_STOP_GRACE_SECONDS
+        while program.exit_code() is None:
+            time.sleep(POLL_SECONDS)
+            echo.update(log_path.read_text(errors="replace"))
+    log = log_path.read_text(errors="replace")
+    echo.update(log, final=True)
+    status = program.exit_code()
+    failure = None if status == 0 else f"exit status {status}"
+    return PodRun(f"the local {module} program", status == 0, log, failure)
+
+
+def run_local_smoke(
+    outputs: StackOutputs,
+    tools: LocalTools,
+    work_dir: Path,
+    model_wait_seconds: float,
+    stream: TextIO | None = None,
+) -> str:
+    """The smoke program against a graph on this machine; returns the answer or raises why not."""
+    port = free_port()
+    place = PodPlace(
+        work_dir=str(work_dir.resolve()),
+        listen_host=LOOPBACK,
+        listen_port=port,
+        ffmpeg=tools.ffmpeg,
+    )
+    config = smoke_pod_config(outputs, f"http://{LOOPBACK}:{port}", place, model_wait_seconds)
+    content = (json.dumps(config, indent=2) + "\n").encode()
+    run = run_program("smoke_pod.py", (SMOKE_CONFIG, content), work_dir, _printer("smoke", stream))
+    return smoke_verdict(run)
+
+
+def run_local_perf(
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    out_dir: Path,
+    tools: LocalTools,
+    model_wait_seconds: float,
+    stream: TextIO | None = None,
+) -> ProfileResults:
+    """The perf program against a graph on this machine; writes datasets, AIPerf's artifacts, the
+    program's log and `results.json` under `out_dir`, as the cluster's perf stage does."""
+    out_dir = out_dir.resolve()
+    place = PodPlace(work_dir=str(out_dir), listen_host=LOOPBACK, aiperf=str(tools.aiperf))
+    settings = PlanSettings(
+        tokenizer=tools.tokenizer,
+        model_wait_seconds=model_wait_seconds,
+        connection_reuse=NEW_CONNECTIONS,
+        heartbeat_seconds=LOCAL_HEARTBEAT_SECONDS,
+    )
+    media = tools.media_for(workload)
+    plan = perf_pod_plan(outputs, workload, media, "", place, settings, inline_datasets=False)
+    for concurrency in workload.concurrencies:
+        rows = dataset_rows(workload, concurrency, media)
+        write_dataset(rows, dataset_path(place, concurrency))
+    content = gzip.compress(json.dumps(plan).encode(), mtime=0)
+    run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, _printer("perf", stream))
+    return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG)

@@ -1,0 +1,113 @@
+"""The house's rules: imports point down only, no import cycle, no module too big to hold in mind.
+
+The layer contracts live in `.importlinter` (import-linter); `make check` runs `lint-imports` too.
+Imports inside functions count like any other: grimp reads every import statement of a module.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import grimp
+import pytest
+
+from tools.stack_files import ROOT
+
+PACKAGES = ("components", "stages", "lab", "tools", "policy")
+MAX_MODULE_LINES = 300
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
+    if not LINT_IMPORTS.exists():
+        pytest.skip(f"import-linter is not installed at {LINT_IMPORTS} (the dev lock has it)")
+    return subprocess.run(
+        [str(LINT_IMPORTS), "--no-cache"], cwd=cwd, capture_output=True, text=True,
+        env={"PYTHONPATH": str(cwd), "PATH": "/usr/bin:/bin"}, timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_every_import_contract_is_kept() -> None:
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_a_back_arrow_breaks_a_contract(tmp_path: Path) -> None:
+    for name in (*PACKAGES, ".importlinter"):
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("venv"))
+        else:
+            shutil.copy(source, tmp_path / name)
+    with (tmp_path / "stages" / "core" / "workload.py").open("a") as module:
+        module.write("\nfrom lab import standin  # a back-arrow: the stages may not use the lab\n")
+
+    result = lint_imports(tmp_path)
+
+    assert result.returncode == 1
+    assert "stages.core.workload -> lab.standin" in result.stdout
+
+
+def strongly_connected(graph: grimp.ImportGraph) -> list[set[str]]:
+    """The import cycles: strongly connected groups of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in on_stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            group = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                group.add(member)
+                if member == module:
+                    break
+            if len(group) > 1:
+                found.append(group)
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 5000))
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return found
+
+
+def test_no_import_cycle_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+
+    assert strongly_connected(graph) == []
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    graph = grimp.ImportGraph()
+    for importer, imported in (("a.x", "a.y"), ("a.y", "a.z"), ("a.z", "a.x"), ("a.z", "a.w")):
+        graph.add_import(importer=importer, imported=imported)
+
+    assert strongly_connected(graph) == [{"a.x", "a.y", "a.z"}]
+
+
+def test_no_module_over_300_lines_outside_tests() -> None:
+    too_long = {
+        str(path.relative_to(ROOT)): lines
+        for package in PACKAGES
+        for path in (ROOT / package).rglob("*.py")
+        if "venv" not in path.parts
+        and (lines := len(path.read_text().splitlines())) > MAX_MODULE_LINES
+    }
+    assert too_long == {}

@@ -1,0 +1,100 @@
+"""The A/B report: gain arithmetic, formatting, the tables and the chart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.routing import SESSION_HEADER, RoutingProfile
+from lab.workload import LAB_WORKLOAD
+from stages.core.report import (
+    ABPair,
+    ReportError,
+    format_gain,
+    gain_percent,
+    headline_table,
+    random_scatter_hit_ratio,
+    render_markdown,
+    write_report,
+)
+from stages.core.results import LevelResult, ProfileResults
+
+WORKLOAD = LAB_WORKLOAD.model_copy(update={"questions": 20, "concurrencies": (1, 16)})
+
+
+def level(concurrency: int, rps: float, ttft: float, cached: int = 0) -> LevelResult:
+    return LevelResult(
+        concurrency=concurrency, requests_per_second=rps, ttft_p50_ms=ttft, ttft_p95_ms=ttft * 2,
+        request_latency_p50_ms=ttft * 5, output_tokens_per_second=rps * 128, request_count=4000,
+        error_count=0, output_tokens_mean=128, prompt_tokens=10_000, cached_prompt_tokens=cached,
+    )  # fmt: skip
+
+
+def results(profile: RoutingProfile, levels: list[LevelResult]) -> ProfileResults:
+    return ProfileResults(
+        profile=profile, target="lab", graph_name=f"lab-{profile.value}", workers=8,
+        session_header=SESSION_HEADER if profile is RoutingProfile.SESSION_AFFINITY else None,
+        workload=WORKLOAD, levels=levels,
+    )  # fmt: skip
+
+
+# The recipe's measured numbers at concurrency 1 and 16.
+ROUND_ROBIN = results(
+    RoutingProfile.ROUND_ROBIN, [level(1, 1.91, 61, 2_000), level(16, 21.39, 303, 4_000)]
+)
+AFFINITY = results(
+    RoutingProfile.SESSION_AFFINITY, [level(1, 2.60, 58, 9_000), level(16, 37.68, 62, 9_400)]
+)
+
+
+@pytest.mark.parametrize(
+    ("baseline", "candidate", "expected"),
+    [(1.91, 2.60, "+36%"), (21.39, 37.68, "+76%"), (10.0, 9.6, "-4%"), (5.0, 5.0, "+0%")],
+)
+def test_gain_is_relative_to_round_robin(baseline: float, candidate: float, expected: str) -> None:
+    assert format_gain(gain_percent(baseline, candidate)) == expected
+
+
+def test_a_zero_baseline_has_no_gain() -> None:
+    with pytest.raises(ReportError):
+        gain_percent(0.0, 3.0)
+
+
+def test_random_scatter_reference() -> None:
+    # 20 questions over 8 workers visit 8 * (1 - (7/8)^20) = 7.4463 distinct workers on average.
+    assert random_scatter_hit_ratio(8, 20) == pytest.approx((20 - 7.4463) / 20, abs=1e-4)
+    assert random_scatter_hit_ratio(1, 20) == pytest.approx(19 / 20)
+
+
+def test_the_headline_rows_read_like_the_recipes_table() -> None:
+    header, alignment, *rows = headline_table(ABPair.of(AFFINITY, ROUND_ROBIN))
+
+    assert header.startswith("| Concurrency | Round-robin req/s | Affinity req/s | Throughput gain")
+    assert alignment.count("---:") == 6
+    assert rows == [
+        "| 1 | 1.91 | 2.60 | +36% | 61 ms | 58 ms |",
+        "| 16 | 21.39 | 37.68 | +76% | 303 ms | 62 ms |",
+    ]
+
+
+def test_the_report_names_the_engine_and_the_cache_limits() -> None:
+    markdown = render_markdown(ABPair.of(ROUND_ROBIN, AFFINITY))
+
+    assert "mock engine" in markdown and "not GPUs" in markdown
+    assert "physical limit (questions-1)/questions = 95.0%" in markdown
+    assert "- session affinity: 92.0%" in markdown  # (9,000 + 9,400) / 20,000
+    assert "- round robin: 30.0%" in markdown
+    assert "| 16 | 606 ms | 124 ms | 1,515 ms | 310 ms | 2,738 | 4,823 |" in markdown
+
+
+def test_two_results_of_one_profile_cannot_be_compared() -> None:
+    with pytest.raises(ReportError, match="one round-robin and one session-affinity"):
+        ABPair.of(ROUND_ROBIN, ROUND_ROBIN)
+
+
+def test_write_report_writes_markdown_and_a_png(tmp_path: Path) -> None:
+    markdown = write_report(ROUND_ROBIN, AFFINITY, tmp_path)
+
+    assert (tmp_path / "report.md").read_text() == markdown
+    assert (tmp_path / "ab-chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -1,0 +1,145 @@
+"""The local target without the lab: the perf program with a stand-in AIPerf and frontend.
+
+The stand-in AIPerf records its arguments and writes a real AIPerf export (a fixture); the
+frontend stand-in only lists the model. Everything else is the product: the program laid out and
+run as `python -S -E`, its log decoded into `results.json` by the verdict the cluster uses.
+"""
+
+from __future__ import annotations
+
+import http.server
+import io
+import json
+import shlex
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from components.contract import StackOutputs
+from components.routing import RoutingProfile
+from lab.standin import VideoStandIn
+from lab.workload import LAB_WORKLOAD
+from stages.core.workload import PerfWorkload
+from stages.errors import FrontendNotReady, StageFailed
+from stages.local.run import LocalTools, free_port, run_local_perf
+from tests.stages.conftest import FIXTURES, lab_outputs_for
+
+# The fixture export: 3 videos x 3 questions at concurrency 2, 8 output tokens.
+MATCHING = LAB_WORKLOAD.model_copy(
+    update={
+        "videos": 3,
+        "questions": 3,
+        "output_tokens": 8,
+        "concurrencies": (2,),
+        "prefix_tokens": 32,
+    }
+)
+WRITE_FIXTURE = (
+    'dir="$(grep -A1 -x -- --output-artifact-dir "{argv}" | tail -1)"; mkdir -p "$dir"; '
+    f'cp {FIXTURES / "aiperf-session-affinity-c2.json"} "$dir/profile_export_aiperf.json"'
+)
+
+
+class _ListsTheModel(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def frontend() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ListsTheModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def fake_tools(tmp_path: Path, script: str) -> LocalTools:
+    """An AIPerf that records its arguments and then runs `script` (bash)."""
+    executable = tmp_path / "aiperf"
+    argv = tmp_path / "argv.txt"
+    executable.write_text(
+        f'#!/usr/bin/env bash\nprintf "%s\\n" "$@" > {shlex.quote(str(argv))}\n'
+        + script.format(argv=argv)
+        + "\n"
+    )
+    executable.chmod(0o755)
+    return LocalTools(
+        aiperf=executable,
+        tokenizer="tok",
+        media_for=lambda workload: VideoStandIn(workload.prefix_tokens),
+        default_workload=MATCHING,
+        recipe_workload=MATCHING,
+        ffmpeg="/nonexistent/ffmpeg",
+    )
+
+
+def outputs(profile: RoutingProfile, port: int) -> StackOutputs:
+    return lab_outputs_for(profile, port=port)
+
+
+def sweep(
+    tmp_path: Path, script: str, port: int, workload: PerfWorkload = MATCHING
+) -> tuple[Any, str]:
+    progress = io.StringIO()
+    results = run_local_perf(
+        outputs(RoutingProfile.SESSION_AFFINITY, port),
+        workload,
+        tmp_path / "perf",
+        fake_tools(tmp_path, script),
+        model_wait_seconds=5,
+        stream=progress,
+    )
+    return results, progress.getvalue()
+
+
+def test_a_sweep_runs_aiperf_per_level_and_parses_each(tmp_path: Path, frontend: int) -> None:
+    results, progress = sweep(tmp_path, WRITE_FIXTURE, frontend)
+
+    argv = (tmp_path / "argv.txt").read_text().splitlines()
+    assert argv[0] == "profile" and "--session-header" in argv
+    assert (tmp_path / "perf" / "c2" / "dataset.jsonl").read_text().count("\n") == 9
+    assert [level.concurrency for level in results.levels] == [2]
+    assert results.profile is RoutingProfile.SESSION_AFFINITY and results.workers == 8
+    assert "[perf lab]   pod| level 1/1: concurrency 2" in progress
+    assert "(export concurrency=2 file=profile_export_aiperf.json" in progress
+
+
+def test_results_that_break_the_workload_fail_the_stage(tmp_path: Path, frontend: int) -> None:
+    workload = MATCHING.model_copy(update={"output_tokens": 128})
+
+    with pytest.raises(StageFailed, match="exactly 128 expected"):
+        sweep(tmp_path, WRITE_FIXTURE, frontend, workload)
+
+    assert (tmp_path / "perf" / "results.json").is_file()  # kept for inspection
+
+
+def test_aiperf_exiting_0_without_an_export_is_a_failure(tmp_path: Path, frontend: int) -> None:
+    with pytest.raises(StageFailed, match="no profile_export_aiperf.json") as failure:
+        sweep(tmp_path, 'echo "ZMQ socket failed"; exit 0', frontend)
+
+    assert "ZMQ socket failed" in str(failure.value)
+
+
+def test_aiperf_failing_is_reported_with_its_status(tmp_path: Path, frontend: int) -> None:
+    with pytest.raises(StageFailed, match="exit status 3"):
+        sweep(tmp_path, "exit 3", frontend)
+
+
+def test_a_frontend_that_never_lists_the_model_is_its_own_failure(tmp_path: Path) -> None:
+    with pytest.raises(FrontendNotReady, match="did not list tiny-llama") as failure:
+        sweep(tmp_path, WRITE_FIXTURE, free_port())
+
+    assert failure.value.exit_status == 3
