@@ -1,11 +1,14 @@
 """`python -m lab`: the local lab (Dynamo frontend + mock-engine workers on loopback).
 
     bash lab/setup.sh                        install .lab/ (once; quick when already done)
-    .venv/bin/python -m lab ab               both profiles: smoke + perf + report -> build/lab/
-    .venv/bin/python -m lab up --profile session-affinity
+    python -m lab ab                         both profiles: smoke + perf + report -> build/lab/
+    python -m lab up --profile session-affinity
                                              one graph until Ctrl-C, for trying things by hand
+    python -m lab stage perf --outputs build/lab/up/session-affinity/outputs.json
+                                             any `python -m stages` command against a lab graph
 
-Exit status: 0 done, 1 the run failed (reason on stderr), 130 interrupted.
+Exit status: 0 done, 1 the run failed (reason on stderr), 130 interrupted; `stage` exits with the
+stage's own status.
 """
 
 from __future__ import annotations
@@ -17,23 +20,36 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from lab.ab import DEFAULT_OUT, run_ab
-from lab.environment import LabNotInstalled
+from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
+from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, GraphSpec, LabGraph, LabGraphError
-from lab.processes import signals_as_keyboard_interrupt
-from stages.cli import add_workload_arguments, workload_from_args
-from stages.perf import PerfError
-from stages.report import ReportError
-from stages.smoke import SmokeError
-
-EXIT_FAILED = 1
-EXIT_INTERRUPTED = 130
+from lab.tools import lab_tools
+from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from stages import cli as stages_cli
+from stages.ab.cli import ab_run, add_run_arguments, print_summary
+from stages.ab.cli import say as ab_say
+from stages.ab.orchestrator import run_ab as run_orchestrator
+from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, StageError
+from stages.incluster.processes import signals_as_keyboard_interrupt
+from stages.options import add_workload_arguments
 
 
 def _ab(args: argparse.Namespace) -> int:
-    markdown = run_ab(workload_from_args(args), args.workers, args.out)
-    print(markdown)
-    return 0
+    """The A/B orchestrator with the lab as its target (`lab.ab`)."""
+    install = LabInstall().require()  # before anything starts: say how to install it
+    args.out.mkdir(parents=True, exist_ok=True)
+    target = LabAbTarget(out=args.out, workers=args.workers, install=install)
+    run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
+    started = time.monotonic()
+    result = run_orchestrator(target, run, ab_say)
+    write_summary(target, run, result, time.monotonic() - started)
+    copy_latest_report(result, args.out)
+    if result.report is not None:
+        print(result.report.read_text())
+    print_summary(result, run)
+    if result.interrupted:
+        raise KeyboardInterrupt
+    return 0 if result.passed else EXIT_FAILED
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -54,12 +70,10 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     ab = commands.add_parser(
-        "ab", help="both routing profiles: smoke, perf, report into build/lab/"
+        "ab", help="the A/B orchestrator on the lab: both profiles, archived, then the report"
     )
     ab.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="mock workers per graph")
-    ab.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
-    )
+    add_run_arguments(ab, DEFAULT_OUT)
     add_workload_arguments(ab)
     ab.set_defaults(handler=_ab)
 
@@ -74,7 +88,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
     )
     up.set_defaults(handler=_up)
+
+    stage = commands.add_parser(
+        "stage",
+        help="a `python -m stages` command against a lab graph (e.g. stage perf --outputs F)",
+        add_help=False,
+    )
+    stage.add_argument("stage_argv", nargs=argparse.REMAINDER, help="the stage command line")
+    stage.set_defaults(handler=_stage)
     return parser
+
+
+def _stage(args: argparse.Namespace) -> int:
+    return stages_cli.main(args.stage_argv, local=lab_tools())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,7 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (LabNotInstalled, LabGraphError, SmokeError, PerfError, ReportError) as error:
+    except (LabNotInstalled, LabGraphError, StageError) as error:
         print(f"lab {args.command} FAILED: {error}", file=sys.stderr)
         return EXIT_FAILED
 

@@ -1,49 +1,50 @@
-"""`python -m lab ab`: the whole A/B on this machine, from a fresh clone after `lab/setup.sh`.
+"""`python -m lab ab`: the A/B orchestrator (`stages.ab`) with the lab as its target.
 
-For each routing profile (round robin, then session affinity): start a fresh lab graph, run the
-smoke stage and the perf stage against its outputs file, stop the graph. Then the report stage
-puts both side by side. Everything lands under `build/lab/`:
+Each profile gets a fresh lab graph (one Dynamo frontend, N mock workers on loopback), the same
+smoke and perf programs a cluster's Jobs run, its results archived in a local directory archive,
+and the graph stopped; then the report of both. Everything lands under `build/lab/`:
 
-    report.md, ab-chart.png             the A/B report
-    outputs-<profile>.json              the stack-output contract each graph wrote
-    results-<profile>.json              parsed perf results
-    aiperf/<profile>/c<N>/              datasets and raw AIPerf exports per concurrency
-    runs/<profile>/logs/                frontend and worker logs
-    summary.json                        timings, smoke answers, lab graph peak memory
+    report.md, ab-chart.png             the A/B report of the latest run (a copy)
+    <run-id>/<profile>/{smoke,perf}     each profile's results: answer, datasets, AIPerf exports
+    <run-id>/report/                    the run's report, sources.json naming the archived runs
+    archive/                            the archive (`--endpoint-url file://...build/lab/archive`)
+    runs/<profile>/                     the graph's outputs.json and process logs
+    summary.json                        timings, the graph's peak memory, each profile's outcome
+
+A second `python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self
 
+from components.contract import StackOutputs
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
+from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
-from stages.perf import run_perf
-from stages.report import write_report
-from stages.results import ProfileResults
-from stages.smoke import run_smoke
-from stages.workload import PerfWorkload
+from lab.tools import lab_tools
+from stages.ab.orchestrator import AbResult, AbRun
+from stages.ab.target import Say
+from stages.archive import ArchiveLocation
+from stages.cluster.run import ClusterOptions
+from stages.local.run import LocalTools
 
 DEFAULT_OUT = Path("build/lab")
+ARCHIVE_BUCKET = "lab"
 MEMORY_SAMPLE_SECONDS = 0.5
-PROFILES = (RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY)
-_OWN_ENTRIES = ("runs", "aiperf", "smoke", "report.md", "ab-chart.png", "summary.json")
 
 
-@dataclass
-class ProfileRun:
-    profile: str
-    graph_start_seconds: float
-    smoke_answer: str
-    perf_seconds: float
-    peak_rss_bytes: int
+def lab_archive(out: Path) -> ArchiveLocation:
+    """The lab's archive: a local directory, with the S3 archive's layout and guarantees."""
+    return ArchiveLocation(
+        bucket=ARCHIVE_BUCKET, endpoint_url=f"file://{(out / 'archive').resolve()}"
+    )
 
 
 class PeakMemory:
@@ -69,72 +70,89 @@ class PeakMemory:
             self._stop.wait(MEMORY_SAMPLE_SECONDS)
 
 
-def say(message: str) -> None:
-    print(f"[lab ab] {message}", file=sys.stderr, flush=True)
+@dataclass
+class LabAbTarget:
+    """The lab as an A/B target: a graph per profile on this machine, no GPUs to count."""
+
+    out: Path
+    workers: int
+    install: LabInstall = field(default_factory=LabInstall)
+    mocker_args: dict[RoutingProfile, tuple[str, ...]] = field(default_factory=dict)
+    """Extra `dynamo.mocker` arguments per profile (tests use them to break one graph)."""
+    name: str = "lab"
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+    running: dict[RoutingProfile, tuple[LabGraph, PeakMemory, float]] = field(default_factory=dict)
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    @property
+    def local(self) -> LocalTools:
+        return lab_tools(self.install)
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return f"lab-{profile.value}"
+
+    def available_gpus(self, say: Say) -> int | None:
+        return None
+
+    def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
+        return 0
+
+    def prepare(self, say: Say) -> None:
+        self.install.require()
+
+    def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
+        routing = routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS)
+        spec = GraphSpec(
+            routing=routing,
+            workers=self.workers,
+            install=self.install,
+            mocker_args=self.mocker_args.get(profile, ()),
+        )
+        say(f"{profile.value}: starting a lab graph with {self.workers} mock workers")
+        started = time.monotonic()
+        graph = LabGraph(spec, self.out / "runs" / profile.value)
+        graph.__enter__()
+        memory = PeakMemory(graph).__enter__()
+        self.running[profile] = (graph, memory, started)
+        self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
+        shutil.copyfile(graph.outputs_path, self.out / f"outputs-{profile.value}.json")
+        return graph.outputs
+
+    def teardown(self, profile: RoutingProfile, say: Say) -> None:
+        if profile not in self.running:  # its graph never came up (the start cleaned up)
+            return
+        graph, memory, started = self.running.pop(profile)
+        memory.__exit__()
+        graph.stop()
+        self.timings[profile.value] |= {
+            "graph_seconds": round(time.monotonic() - started, 1),
+            "peak_rss_bytes": memory.peak_bytes,
+        }
+        say(f"{profile.value}: lab graph stopped; peak memory {memory.peak_bytes / 2**20:.0f} MiB")
 
 
-def run_profile(
-    profile: RoutingProfile, workload: PerfWorkload, workers: int, out: Path
-) -> tuple[ProfileRun, ProfileResults]:
-    """Fresh graph for one profile: smoke, then the perf sweep; the graph stops on any exit."""
-    spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=workers)
-    say(f"{profile.value}: starting a lab graph with {workers} mock workers")
-    started = time.monotonic()
-    with LabGraph(spec, out / "runs" / profile.value) as graph, PeakMemory(graph) as memory:
-        graph_start = time.monotonic() - started
-        outputs_file = out / f"outputs-{profile.value}.json"
-        shutil.copyfile(graph.outputs_path, outputs_file)
-        say(f"{profile.value}: graph ready in {graph_start:.1f} s, outputs in {outputs_file}")
-        answer = run_smoke(graph.outputs, out / "smoke" / profile.value)
-        print(f"[{profile.value}] Smoke test passed: {answer}", flush=True)
-        perf_started = time.monotonic()
-        results = run_perf(graph.outputs, workload, out / "aiperf" / profile.value)
-        perf_seconds = time.monotonic() - perf_started
-    results.save(out / f"results-{profile.value}.json")
-    run = ProfileRun(
-        profile.value, round(graph_start, 2), answer, round(perf_seconds, 1), memory.peak_bytes
-    )
-    say(f"{profile.value}: done; lab graph peak memory {memory.peak_bytes / 2**20:.0f} MiB")
-    return run, results
-
-
-def clear_previous_run(out: Path) -> None:
-    """Remove what an earlier `lab ab` wrote into `out`, and nothing else."""
-    for name in _OWN_ENTRIES:
-        path = out / name
-        if path.is_dir():
-            shutil.rmtree(path)
-        elif path.exists():
-            path.unlink()
-    for path in out.glob("outputs-*.json"):
-        path.unlink()
-    for path in out.glob("results-*.json"):
-        path.unlink()
-
-
-def run_ab(workload: PerfWorkload, workers: int, out: Path = DEFAULT_OUT) -> str:
-    """Run both profiles and the report; returns the report's Markdown."""
-    started = time.monotonic()
-    out.mkdir(parents=True, exist_ok=True)
-    clear_previous_run(out)
-    runs, results = [], []
-    for profile in PROFILES:
-        run, result = run_profile(profile, workload, workers, out)
-        runs.append(run)
-        results.append(result)
-    markdown = write_report(results[0], results[1], out)
-    total_seconds = time.monotonic() - started
-    peak_bytes = max(run.peak_rss_bytes for run in runs)
+def write_summary(target: LabAbTarget, run: AbRun, result: AbResult, seconds: float) -> Path:
+    """`summary.json`: what a benchmark of the lab reads (timings, peak memory, outcomes)."""
+    peaks = [t.get("peak_rss_bytes", 0) for t in target.timings.values()]
     summary = {
-        "total_seconds": round(total_seconds, 1),
-        "workers": workers,
-        "workload": workload.model_dump(mode="json"),
-        "profiles": [asdict(run) for run in runs],
-        "peak_rss_bytes": peak_bytes,
+        "run_id": run.run_id,
+        "total_seconds": round(seconds, 1),
+        "workers": target.workers,
+        "workload": run.workload.model_dump(mode="json"),
+        "profiles": target.timings,
+        "outcomes": result.lines(),
+        "peak_rss_bytes": max(peaks, default=0),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    say(
-        f"finished in {total_seconds:.0f} s; lab graph peak memory {peak_bytes / 2**20:.0f} MiB; "
-        f"report: {out / 'report.md'}"
-    )
-    return markdown
+    path = run.out_dir / "summary.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    return path
+
+
+def copy_latest_report(result: AbResult, out: Path) -> None:
+    """The latest report beside the runs, where the README points (`build/lab/report.md`)."""
+    if result.report is None:
+        return
+    for name in ("report.md", "ab-chart.png"):
+        source = result.report.parent / name
+        if source.is_file():
+            shutil.copyfile(source, out / name)

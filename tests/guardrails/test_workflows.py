@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.offline import ROOT, SHIPPED_STACKS
+from tools.stack_files import ROOT, SHIPPED_STACKS
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
@@ -92,30 +92,33 @@ def test_the_stack_job_installs_requirements_then_runs_the_pinned_action() -> No
     assert run["with"]["stack-name"] == "${{ env.STACK }}"
 
 
-def test_main_updates_shared_before_the_profile_stacks_then_runs_the_stages() -> None:
+def test_main_keeps_only_dev_and_the_shared_layer_deployed() -> None:
+    # On the recipe's eight GPUs both profile graphs at once cannot run: their A/B is ab.yml.
     jobs = workflow("up.yml")["jobs"]
     assert workflow("up.yml")["on"] == {"push": {"branches": ["main"]}}
-    assert {jobs[name]["with"]["stack"] for name in ("up-dev", "up-shared")} == {"dev", "shared"}
-    assert jobs["up-profiles"]["needs"] == "up-shared"
-    assert jobs["up-profiles"]["strategy"]["matrix"]["stack"] == ["round-robin", "session-affinity"]
-    assert jobs["stages"]["needs"] == "up-profiles" and jobs["report"]["needs"] == "stages"
-    commands = [step.get("run", "") for step in jobs["stages"]["steps"]]
-    assert '.venv/bin/python -m stages smoke --outputs "$OUTPUTS"' in commands
-    assert any(
-        c.startswith('.venv/bin/python -m stages perf --outputs "$OUTPUTS"') for c in commands
-    )
-    assert any("-m stages report" in step.get("run", "") for step in jobs["report"]["steps"])
+    assert {job["with"]["stack"] for job in jobs.values()} == {"dev", "shared"}
+    assert all(job["with"]["command"] == "up" for job in jobs.values())
+    groups = {job["concurrency"]["group"] for job in jobs.values()}
+    assert groups == {"stack-dev", "stack-shared"}
+    assert not any(job["concurrency"]["cancel-in-progress"] for job in jobs.values())
 
 
-def test_each_stack_has_its_own_concurrency_group_on_main() -> None:
-    jobs = workflow("up.yml")["jobs"]
-    groups = {name: job["concurrency"] for name, job in jobs.items() if name != "report"}
-    assert (
-        groups["up-dev"]["group"] == "stack-dev" and groups["up-shared"]["group"] == "stack-shared"
-    )
-    for name in ("up-profiles", "stages"):
-        assert groups[name]["group"] == "stack-${{ matrix.stack }}"
-    assert not any(group["cancel-in-progress"] for group in groups.values()), "never cancel an up"
+def test_the_ab_workflow_runs_the_one_ab_command_by_hand() -> None:
+    ab = workflow("ab.yml")
+    assert set(ab["on"]) == {"workflow_dispatch"}
+    assert set(ab["on"]["workflow_dispatch"]["inputs"]) == {"run_id", "gpus", "keep"}
+    assert ab["concurrency"] == {"group": "ab", "cancel-in-progress": False}
+    scripts = "\n".join(step.get("run", "") for step in steps("ab.yml", "ab"))
+    assert "make stages-venv" in scripts and "scripts/site-config.sh" in scripts
+    assert ".venv-stages/bin/python -m stages ab" in scripts
+    assert "--policy-pack policy" in scripts and '--run-id "$RUN_ID"' in scripts
+
+
+def test_stack_config_comes_from_one_script() -> None:
+    for name in ("pulumi-stack.yml", "ab.yml"):
+        jobs = workflow(name)["jobs"]
+        scripts = "\n".join(s.get("run", "") for job in jobs for s in steps(name, job))
+        assert "scripts/site-config.sh" in scripts and "pulumi config set" not in scripts
 
 
 def test_ci_runs_the_readme_test_command() -> None:
@@ -128,9 +131,9 @@ def test_secrets_reach_steps_only_through_env_and_are_never_echoed() -> None:
     for path in WORKFLOWS.glob("*.yml"):
         text = path.read_text()
         for name in re.findall(r"\$\{\{\s*secrets\.(\w+)", text):
-            assert name in {"PULUMI_ACCESS_TOKEN", "KUBECONFIG", "NGC_API_KEY"}, (
-                f"{path.name}: {name}"
-            )
+            allowed = {"PULUMI_ACCESS_TOKEN", "KUBECONFIG", "NGC_API_KEY"}
+            allowed |= {"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"}  # the archive, ab.yml
+            assert name in allowed, f"{path.name}: {name}"
         for job in workflow(path.name)["jobs"].values():
             for step in job.get("steps", []):
                 script = step.get("run", "")
@@ -177,3 +180,30 @@ def test_stack_files_name_the_shared_stack_by_its_short_name() -> None:
     for stack in ("round-robin", "session-affinity"):
         config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
         assert config["cosmos3-nano-reasoner:sharedStack"] == "shared"
+
+
+def test_the_site_config_script_sets_the_key_through_stdin(tmp_path: Path) -> None:
+    log = tmp_path / "calls"
+    fake = tmp_path / "bin" / "pulumi"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\necho "$*" >> {log}\n[ -t 0 ] || cat >> {log}.stdin\n')
+    fake.chmod(0o755)
+    secret = "nvapi-" + "site-config-test-value"
+    env = {
+        "PATH": f"{fake.parent}:/usr/bin:/bin", "KUBE_CONTEXT": "h200",
+        "MODEL_CACHE_STORAGE_CLASS": "rwx", "NGC_API_KEY": secret,
+    }  # fmt: skip
+    script = str(ROOT / "scripts" / "site-config.sh")
+
+    for stack in ("acme/cosmos3-nano-reasoner/shared", "acme/cosmos3-nano-reasoner/round-robin"):
+        subprocess.run([script, stack], env=env, check=True, stdin=subprocess.DEVNULL)
+
+    calls = log.read_text().splitlines()
+    assert calls[:3] == [
+        "stack select --create acme/cosmos3-nano-reasoner/shared",
+        "config set kubeContext h200 --stack acme/cosmos3-nano-reasoner/shared",
+        "config set modelCacheStorageClass rwx --stack acme/cosmos3-nano-reasoner/shared",
+    ]
+    assert "config set --secret ngcApiKey --stack acme/cosmos3-nano-reasoner/shared" in calls
+    assert not any("ngcApiKey" in c for c in calls if "round-robin" in c)
+    assert secret not in log.read_text() and secret in (tmp_path / "calls.stdin").read_text()

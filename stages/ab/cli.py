@@ -1,0 +1,134 @@
+"""`python -m stages ab`: the recipe's whole A/B on a cluster, as one command.
+
+    python -m stages ab --archive-bucket my-results [--run-id ID] [--gpus 8] [--keep]
+
+Per profile (round robin, then session affinity): its stack up, smoke, perf, both archived, its
+graph taken down; the shared layer stack first (once); the report of both last, archived too. A
+second run with the same `--run-id` continues where a failed one stopped. The lab runs the same
+orchestration with `python -m lab ab`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
+from stages.ab.orchestrator import AbResult, AbRun
+from stages.ab.orchestrator import run_ab as run_orchestrator
+from stages.ab.pulumi_stacks import PulumiStacks
+from stages.ab.target import AbTarget
+from stages.archive import ArchiveLocation, current_commit
+from stages.archive.layout import DEFAULT_PREFIX
+from stages.archive.records import new_run_id
+from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
+from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED
+from stages.options import (
+    add_cluster_arguments,
+    add_perf_cluster_arguments,
+    add_workload_arguments,
+    cluster_options,
+    workload_from_args,
+)
+
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+DEFAULT_OUT = Path("build/ab")
+
+
+def say(message: str) -> None:
+    print(f"[ab] {message}", file=sys.stderr, flush=True)
+
+
+def add_run_arguments(parser: argparse.ArgumentParser, default_out: Path) -> None:
+    """What every A/B command takes: which run, where its files go, and whether to keep graphs."""
+    parser.add_argument("--run-id",
+                        help="the run to start or continue (default: a new one, UTC time + commit)")  # fmt: skip
+    parser.add_argument("--keep", action="store_true",
+                        help="leave every graph deployed, even after a failure (default: take each down)")  # fmt: skip
+    parser.add_argument("--out", type=Path, default=default_out,
+                        help=f"directory for the run's files (default {default_out})")  # fmt: skip
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> None:
+    add_run_arguments(parser, DEFAULT_OUT)
+    parser.add_argument("--gpus", type=int,
+                        help="GPUs the graphs may use (default: what the cluster's nodes offer)")  # fmt: skip
+    archive = parser.add_argument_group("archive (credentials: the AWS environment)")
+    archive.add_argument("--archive-bucket", required=True, metavar="BUCKET")
+    archive.add_argument("--archive-endpoint", metavar="URL",
+                         help="S3-compatible endpoint, or file:///dir for a local directory")  # fmt: skip
+    archive.add_argument("--archive-prefix", default=DEFAULT_PREFIX)
+    stacks = parser.add_argument_group("stacks (Pulumi Automation API; the `pulumi` on PATH)")
+    stacks.add_argument("--org", default=os.environ.get("PULUMI_ORG"),
+                        help="organization that owns the stacks (default: $PULUMI_ORG; DIY: organization)")  # fmt: skip
+    stacks.add_argument("--layer-stack", default=LAYER_STACK)
+    stacks.add_argument("--policy-pack", action="append", default=[], metavar="DIR",
+                        help="CrossGuard pack for every preview and update (e.g. policy)")  # fmt: skip
+    stacks.add_argument("--stacks", nargs=2, metavar="STACK",
+                        default=list(PROFILE_STACKS.values()),
+                        help="the round-robin and the session-affinity stack")  # fmt: skip
+    add_workload_arguments(parser)
+    cluster = add_cluster_arguments(parser, default_timeout="14400 (4 h)", job_run_id=False)
+    add_perf_cluster_arguments(cluster)
+
+
+def ab_run(
+    args: argparse.Namespace,
+    archive: ArchiveLocation,
+    default: PerfWorkload = RECIPE_WORKLOAD,
+    recipe: PerfWorkload = RECIPE_WORKLOAD,
+) -> AbRun:
+    """The run the options describe (the lab passes its own workloads)."""
+    workload = workload_from_args(args, default, recipe)
+    commit = current_commit()
+    return AbRun(
+        run_id=args.run_id or new_run_id(datetime.now(UTC), commit),
+        workload=workload,
+        out_dir=args.out,
+        archive=archive,
+        keep=args.keep,
+        commit=commit,
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    stacks = PulumiStacks(
+        work_dir=PROJECT_DIR,
+        say=say,
+        organization=args.org,
+        policy_packs=tuple(args.policy_pack),
+    )
+    target = ClusterAbTarget(
+        stacks=stacks,
+        cluster=cluster_options(args),
+        gpus=args.gpus,
+        layer_stack=args.layer_stack,
+        profile_stacks=dict(zip(PROFILE_STACKS, args.stacks, strict=True)),
+    )
+    archive = ArchiveLocation(
+        bucket=args.archive_bucket, prefix=args.archive_prefix, endpoint_url=args.archive_endpoint
+    )
+    return finish(target, ab_run(args, archive))
+
+
+def finish(target: AbTarget, ab: AbRun) -> int:
+    """Run the A/B, print one line per profile, and return the exit status."""
+    result = run_orchestrator(target, ab, say)
+    print_summary(result, ab)
+    if result.interrupted:
+        return EXIT_INTERRUPTED
+    return EXIT_PASSED if result.passed else EXIT_FAILED
+
+
+def print_summary(result: AbResult, ab: AbRun) -> None:
+    for line in result.lines():
+        print(line)
+    if result.report is not None:
+        print(f"report: {result.report}")
+    elif result.report_failure:
+        print(f"report: failed ({result.report_failure})")
+    else:
+        print(f"report: not written (continue with --run-id {ab.run_id})")

@@ -1,0 +1,77 @@
+"""The A/B's cluster target: the project's stacks through Pulumi's Automation API.
+
+The shared layer stack is brought up to date once (a preview that shows no change skips its
+`up`); each profile's stack is deployed (`pulumi up`), its outputs read as `pulumi stack output
+--json` gives them (the stages' contract), and destroyed again (`pulumi destroy`: a profile stack
+holds only its graph, so the cache and secrets in the shared stack stay).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from components.contract import OutputsError, StackOutputs
+from components.routing import RoutingProfile
+from stages.ab.plan import RECIPE_GRAPH_GPUS
+from stages.ab.pulumi_stacks import DeployError, PulumiStacks
+from stages.ab.target import Say
+from stages.cluster.kubernetes_api import KubernetesApi
+from stages.cluster.run import ClusterOptions
+from stages.errors import UsageError
+from stages.local.run import LocalTools
+
+PROFILE_STACKS = {
+    RoutingProfile.ROUND_ROBIN: "round-robin",
+    RoutingProfile.SESSION_AFFINITY: "session-affinity",
+}
+LAYER_STACK = "shared"
+
+
+@dataclass
+class ClusterAbTarget:
+    stacks: PulumiStacks
+    cluster: ClusterOptions
+    gpus: int | None = None
+    """None: count the `nvidia.com/gpu` the cluster's nodes offer."""
+    layer_stack: str = LAYER_STACK
+    profile_stacks: dict[RoutingProfile, str] = field(default_factory=lambda: dict(PROFILE_STACKS))
+    name: str = "cluster"
+    local: LocalTools | None = None
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return self.profile_stacks[profile]
+
+    def available_gpus(self, say: Say) -> int | None:
+        if self.gpus is not None:
+            return self.gpus
+        api = KubernetesApi.connect("default", self.cluster.kubeconfig, self.cluster.context)
+        gpus = api.allocatable_gpus()
+        say(f"the cluster's nodes offer {gpus} GPUs (nvidia.com/gpu allocatable; --gpus overrides)")
+        return gpus
+
+    def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
+        """From the stack's last outputs (workers x GPUs each); the recipe's 8 if it has none."""
+        stack = self.stack(profile)
+        try:
+            outputs = StackOutputs.model_validate(self.stacks.outputs(stack))
+        except (DeployError, OutputsError, ValueError):
+            say(f"{stack}: no outputs of an earlier update; assuming the recipe's graph of "
+                f"{RECIPE_GRAPH_GPUS} GPUs")  # fmt: skip
+            return RECIPE_GRAPH_GPUS
+        return outputs.graph_gpus
+
+    def prepare(self, say: Say) -> None:
+        say(f"{self.layer_stack}: bringing the shared layer up to date")
+        self.stacks.ensure_up(self.layer_stack)
+
+    def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
+        raw = self.stacks.up(self.stack(profile))
+        try:
+            return StackOutputs.model_validate(raw)
+        except ValueError as error:
+            raise UsageError(
+                f"{self.stack(profile)}'s outputs break the contract: {error}"
+            ) from None
+
+    def teardown(self, profile: RoutingProfile, say: Say) -> None:
+        self.stacks.destroy(self.stack(profile))

@@ -1,0 +1,235 @@
+"""The recipe's A/B as one command: each profile deployed, smoked, swept, archived and taken down,
+then the report of both, archived too. The same orchestration for the lab and for a cluster.
+
+Resumable: every run has an id, and a profile whose perf results for that id are archived is not
+run again, so a second run after a failure continues where the first stopped (an interrupted
+archive push is finished, never overwritten). On a failure or Ctrl-C the current profile's graph is
+taken down unless `keep`; the later profiles are not run. The command ends with one line per
+profile: passed, failed (why), skipped (already archived) or not run.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from components.contract import StackOutputs
+from components.routing import RoutingProfile
+from stages import targets
+from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
+from stages.ab.target import AbTarget, Say
+from stages.archive import ArchiveLocation, RunNotFoundError, RunRecord, Stage
+from stages.archive.listing import fetch_record
+from stages.archive.pull import download_record
+from stages.archive.push import resume_run
+from stages.archive.report_inputs import fetch_pair, write_sources
+from stages.core.report import write_report
+from stages.core.workload import PerfWorkload
+from stages.errors import StageError, UsageError
+
+ANSWER_FILE = "answer.txt"
+
+
+@dataclass(frozen=True)
+class AbRun:
+    """One A/B run: its id, its workload, and where its results go."""
+
+    run_id: str
+    workload: PerfWorkload
+    out_dir: Path
+    archive: ArchiveLocation
+    keep: bool = False
+    """Leave every graph deployed (for a look at a failure); otherwise each is taken down."""
+    commit: str | None = None
+    smoke_wait_seconds: float = 60.0
+    perf_wait_seconds: float = 600.0
+
+    def profile_dir(self, profile: RoutingProfile) -> Path:
+        return self.out_dir / self.run_id / profile.value
+
+    @property
+    def report_dir(self) -> Path:
+        return self.out_dir / self.run_id / "report"
+
+
+@dataclass
+class AbResult:
+    outcomes: dict[RoutingProfile, ProfileOutcome] = field(default_factory=dict)
+    report: Path | None = None
+    report_failure: str | None = None
+    interrupted: bool = False
+
+    @property
+    def passed(self) -> bool:
+        done = (Outcome.PASSED, Outcome.SKIPPED)
+        return self.report is not None and all(o.outcome in done for o in self.outcomes.values())
+
+    def lines(self) -> list[str]:
+        return [self.outcomes[profile].line() for profile in PROFILES]
+
+
+def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
+    """Run what the archive does not hold yet for `run.run_id`; never raises a StageError for a
+    profile (it becomes that profile's outcome) and returns with every graph it deployed down."""
+    result = AbResult()
+    budget = _budget(target, say)
+    say(f"run {run.run_id} on the {target.name}: {budget.reason}")
+    pending = []
+    for profile in PROFILES:
+        if _archived(run, target.stack(profile), profile, Stage.PERF):
+            detail = f"perf results of run {run.run_id} already archived"
+            result.outcomes[profile] = ProfileOutcome(profile, Outcome.SKIPPED, detail)
+        else:
+            pending.append(profile)
+    deployed: list[RoutingProfile] = []
+    try:
+        _run_pending(target, run, budget, pending, deployed, result, say)
+    finally:
+        for profile in [p for p in deployed if not run.keep]:
+            _teardown(target, profile, result, say)
+    for profile in PROFILES:
+        result.outcomes.setdefault(profile, ProfileOutcome(profile, Outcome.NOT_RUN))
+    if not result.interrupted and all(
+        o.outcome in (Outcome.PASSED, Outcome.SKIPPED) for o in result.outcomes.values()
+    ):
+        try:
+            result.report = _report(target, run, say)
+        except StageError as error:
+            result.report_failure = _first_line(error)
+            say(f"report FAILED: {error}")
+    return result
+
+
+def _budget(target: AbTarget, say: Say) -> Budget:
+    per_graph = {profile: target.graph_gpus(profile, say) for profile in PROFILES}
+    return decide_budget(target.available_gpus(say), per_graph)
+
+
+def _run_pending(
+    target: AbTarget,
+    run: AbRun,
+    budget: Budget,
+    pending: list[RoutingProfile],
+    deployed: list[RoutingProfile],
+    result: AbResult,
+    say: Say,
+) -> None:
+    current: RoutingProfile | None = None
+    try:
+        if pending:
+            target.prepare(say)
+        for current in pending:
+            _run_profile(target, run, current, deployed, say)
+            result.outcomes[current] = ProfileOutcome(current, Outcome.PASSED)
+            if not budget.side_by_side and not run.keep:
+                _teardown(target, current, result, say)
+                deployed.remove(current)
+    except StageError as error:
+        failed = current or PROFILES[0]
+        result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, _first_line(error))
+        say(f"{failed.value} FAILED: {error}")
+    except KeyboardInterrupt:
+        result.interrupted = True
+        failed = current or PROFILES[0]
+        result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, "interrupted")
+        say("interrupted: taking down what this run deployed")
+
+
+def _run_profile(
+    target: AbTarget,
+    run: AbRun,
+    profile: RoutingProfile,
+    deployed: list[RoutingProfile],
+    say: Say,
+) -> None:
+    stack = target.stack(profile)
+    say(f"{profile.value}: deploying its graph ({stack})")
+    started = time.monotonic()
+    deployed.append(profile)
+    outputs = target.deploy(profile, say)
+    say(f"{profile.value}: graph ready after {time.monotonic() - started:.0f} s")
+    directory = run.profile_dir(profile)
+    smoke_dir = directory / "smoke"
+    answer = targets.run_smoke(outputs, run.smoke_wait_seconds, target.cluster, target.local)
+    say(f"{profile.value}: Smoke test passed: {answer}")
+    smoke_dir.mkdir(parents=True, exist_ok=True)
+    (smoke_dir / ANSWER_FILE).write_text(answer + "\n")
+    if not _archived(run, stack, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
+        _push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
+    say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
+    started = time.monotonic()
+    perf_dir = directory / "perf"
+    targets.run_perf(
+        outputs, run.workload, perf_dir, run.perf_wait_seconds, target.cluster, target.local
+    )
+    say(f"{profile.value}: sweep done in {time.monotonic() - started:.0f} s")
+    _push(run, stack, Stage.PERF, outputs, perf_dir, say)
+
+
+def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: Say) -> None:
+    say(f"{profile.value}: taking its graph down")
+    try:
+        target.teardown(profile, say)
+    except StageError as error:
+        detail = f"its graph could not be taken down: {_first_line(error)}"
+        result.outcomes[profile] = ProfileOutcome(profile, Outcome.FAILED, detail)
+        say(f"{profile.value}: {detail}")
+
+
+def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> bool:
+    try:
+        fetch_record(run.archive, stack, profile, run.run_id, stage)
+    except RunNotFoundError:
+        return False
+    return True
+
+
+def _push(
+    run: AbRun, stack: str, stage: Stage, outputs: StackOutputs, directory: Path, say: Say
+) -> RunRecord:
+    record = RunRecord.create(
+        stack=stack, stage=stage, outputs=outputs, run_id=run.run_id, commit=run.commit
+    )
+    outcome = resume_run(directory, record, run.archive)
+    say(f"{outputs.profile.value}: {stage.value} archived as {outcome.record.describe()}")
+    return outcome.record
+
+
+def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
+    """Both profiles' archived perf results side by side, written and archived once per run."""
+    candidate = PROFILES[-1]
+    stack = target.stack(candidate)
+    report_dir = run.report_dir
+    if _archived(run, stack, candidate, Stage.REPORT):
+        record = fetch_record(run.archive, stack, candidate, run.run_id, Stage.REPORT)
+        if not (report_dir / "report.md").is_file():
+            download_record(run.archive, record, report_dir)
+        say(f"report of run {run.run_id} already archived: {report_dir / 'report.md'}")
+        return report_dir / "report.md"
+    stacks = [target.stack(profile) for profile in PROFILES]
+    with tempfile.TemporaryDirectory(prefix="ab-report-") as work_dir:
+        pair = fetch_pair(run.archive, stacks, [run.run_id, run.run_id], Path(work_dir))
+    if pair[0].results.workload != pair[1].results.workload:
+        raise UsageError(
+            f"the two profiles of run {run.run_id} ran different workloads: resume a run with the "
+            "workload options it started with, or start a new run"
+        )
+    report_dir.mkdir(parents=True, exist_ok=True)
+    write_report(pair[0].results, pair[1].results, report_dir)
+    write_sources(pair, report_dir)
+    outputs = pair[-1].record.stack_outputs()
+    _push(run, stack, Stage.REPORT, outputs, report_dir, say)
+    (run.out_dir / "latest-run.json").write_text(json.dumps({"runId": run.run_id}) + "\n")
+    return report_dir / "report.md"
+
+
+def _first_line(error: BaseException) -> str:
+    """The gist of an error for the closing line: its first line, with the first reason after it
+    when that line only introduces a list (`...:`)."""
+    lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+    if not lines:
+        return type(error).__name__
+    return f"{lines[0]} {lines[1]}" if lines[0].endswith(":") and len(lines) > 1 else lines[0]

@@ -1,0 +1,229 @@
+"""The project's stacks, driven through Pulumi's Automation API, for the A/B orchestrator.
+
+The orchestrator deploys the shared layer stack, then each routing profile's stack in turn, reads
+its outputs and destroys it again so that the next profile gets the GPUs. Each call here selects
+the stack (`pulumi stack select --stack <name>`) and runs one `pulumi` command in the project
+directory, the way a person would: the program, its config and the backend login are the
+project's own, nothing is passed inline.
+
+- Output: every line `pulumi` prints on stdout reaches `say` as it comes, prefixed with the
+  stack, so a long `up` (the model download, the graph's readiness wait) shows where it is.
+- Failures: every Automation API error becomes a `DeployError` that names the stack and the
+  command and ends with the last lines `pulumi` printed; a missing stack and a stack locked by
+  another update say what to do.
+- Secrets: stack outputs come back as `pulumi stack output --json` prints them, a secret output
+  as `[secret]`; update summaries are read without `--show-secrets`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, cast
+
+from pulumi.automation import (
+    CommandError,
+    ConcurrentUpdateError,
+    InvalidVersionError,
+    LocalWorkspace,
+    LocalWorkspaceOptions,
+    OpMap,
+    OpType,
+    OutputMap,
+    PulumiCommand,
+    Stack,
+    StackNotFoundError,
+    fully_qualified_stack_name,
+    select_stack,
+)
+
+from stages.errors import StageFailed
+
+TAIL_LINES = 15
+"""How much of pulumi's output a `DeployError` quotes: the diagnostics and the final error."""
+SECRET = "[secret]"
+"""What `pulumi stack output --json` prints for a secret output (automation/_config.py,
+`_SECRET_SENTINEL`, private there)."""
+COLOR = "never"
+"""Plain text for `say` and for the error tails: no ANSI escapes in logs."""
+
+
+class DeployError(StageFailed):
+    """A `pulumi` command on one of the project's stacks failed; the message says which and why."""
+
+
+@dataclass
+class PulumiStacks:
+    """The project's stacks, driven through Pulumi's Automation API (the `pulumi` executable)."""
+
+    work_dir: Path
+    """The Pulumi project (where Pulumi.yaml is): /work/main in real use."""
+    say: Callable[[str], None]
+    """Progress lines."""
+    pulumi_root: Path | None = None
+    """None: `pulumi` from PATH; else `<pulumi_root>/bin/pulumi`."""
+    organization: str | None = None
+    """Qualify short stack names as <org>/<project>/<stack>; None: as given."""
+    policy_packs: tuple[str, ...] = ()
+    """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy`."""
+    _command: PulumiCommand | None = field(default=None, init=False, repr=False)
+
+    def ensure_up(self, stack: str) -> bool:
+        """Preview; when nothing would change say so and return False, else `up` and return True."""
+        selected = self._select(stack)
+        changes = self._preview(stack, selected)
+        if not changes:
+            self.say(f"{stack}: up to date, nothing to deploy")
+            return False
+        self.say(f"{stack}: the preview shows changes ({_describe(changes)})")
+        self._up(stack, selected)
+        return True
+
+    def preview(self, stack: str) -> dict[str, int]:
+        """`pulumi preview`: what an `up` would do, by operation; empty when nothing would."""
+        return self._preview(stack, self._select(stack))
+
+    def up(self, stack: str) -> dict[str, Any]:
+        """`pulumi up`; then the stack's outputs, as `pulumi stack output --json` prints them."""
+        return self._up(stack, self._select(stack))
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        """The stack's outputs, as `pulumi stack output --json` prints them."""
+        selected = self._select(stack)
+        with _as_deploy_error(selected.name, "stack output"):
+            return _as_printed(selected.outputs())
+
+    def destroy(self, stack: str) -> None:
+        """`pulumi destroy` of that stack (a profile stack holds only its graph and its GPUs)."""
+        selected = self._select(stack)
+        self.say(f"{stack}: destroying {selected.name} (pulumi destroy)")
+        with _as_deploy_error(selected.name, "destroy"):
+            result = selected.destroy(color=COLOR, on_output=self._relay(stack), show_secrets=False)
+        self.say(f"{stack}: destroyed ({_describe(_counts(result.summary.resource_changes))})")
+
+    def qualified(self, stack: str) -> str:
+        """The name the commands get: <org>/<project>/<stack> when an organization is set."""
+        if self.organization is None or "/" in stack:
+            return stack
+        return fully_qualified_stack_name(self.organization, self._project_name(), stack)
+
+    def _preview(self, stack: str, selected: Stack) -> dict[str, int]:
+        self.say(f"{stack}: previewing {selected.name}")
+        with _as_deploy_error(selected.name, "preview"):
+            try:
+                result = selected.preview(
+                    color=COLOR, on_output=self._relay(stack), policy_packs=self._packs()
+                )
+            except RuntimeError as error:  # the builtin: no summary event came (_stack.py, preview)
+                raise DeployError(f"`pulumi preview` of stack {selected.name}: {error}") from None
+        return {op: n for op, n in _counts(result.change_summary).items() if op != OpType.SAME}
+
+    def _packs(self) -> list[str] | None:
+        return [str(self.work_dir / pack) for pack in self.policy_packs] or None
+
+    def _up(self, stack: str, selected: Stack) -> dict[str, Any]:
+        self.say(f"{stack}: deploying {selected.name} (pulumi up)")
+        with _as_deploy_error(selected.name, "up"):
+            # up() runs `stack output` twice and `stack history` after the update (_stack.py, up);
+            # show_secrets=False keeps decrypted config out of that history answer.
+            result = selected.up(
+                color=COLOR,
+                on_output=self._relay(stack),
+                show_secrets=False,
+                policy_packs=self._packs(),
+            )
+        self.say(f"{stack}: deployed ({_describe(_counts(result.summary.resource_changes))})")
+        return _as_printed(result.outputs)
+
+    def _select(self, stack: str) -> Stack:
+        name = self.qualified(stack)
+        options = LocalWorkspaceOptions(pulumi_command=self._pulumi())
+        with _as_deploy_error(name, "stack select"):
+            return select_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
+
+    def _project_name(self) -> str:
+        workspace = LocalWorkspace(work_dir=str(self.work_dir), pulumi_command=self._pulumi())
+        try:
+            return workspace.project_settings().name
+        except FileNotFoundError:
+            raise DeployError(f"no Pulumi project (Pulumi.yaml) in {self.work_dir}") from None
+
+    def _pulumi(self) -> PulumiCommand:
+        # PulumiCommand runs `pulumi version` once, when it is made (_cmd.py, PulumiCommand).
+        if self._command is None:
+            root = None if self.pulumi_root is None else str(self.pulumi_root)
+            where = f"{root}/bin/pulumi" if root else "`pulumi` on PATH"
+            try:
+                self._command = PulumiCommand(root=root)
+            except (OSError, subprocess.SubprocessError, InvalidVersionError) as error:
+                raise DeployError(
+                    f"cannot use the Pulumi CLI ({where}): {error}; install a Pulumi CLI 3.x "
+                    "(https://www.pulumi.com/docs/install/)"
+                ) from None
+        return self._command
+
+    def _relay(self, stack: str) -> Callable[[str], None]:
+        def relay(line: str) -> None:
+            if line.strip():
+                self.say(f"{stack} | {line}")
+
+        return relay
+
+
+@contextmanager
+def _as_deploy_error(stack: str, command: str) -> Iterator[None]:
+    """Automation API errors (all CommandErrors, automation/errors.py) as `DeployError`s."""
+    try:
+        yield
+    except CommandError as error:
+        raise _deploy_error(stack, command, error) from None
+
+
+def _deploy_error(stack: str, command: str, error: CommandError) -> DeployError:
+    """Which stack, which command, what to do, and the end of pulumi's output."""
+    # Only `stack select` names the stack itself: later, "no stack named" is about another one
+    # (a stack reference), which create_command_error classifies the same way.
+    if isinstance(error, StackNotFoundError) and command == "stack select":
+        return DeployError(
+            f"stack {stack} does not exist: create it with `pulumi stack init {stack}` in the "
+            "project directory and set its config (README, Quick start)"
+        )
+    if isinstance(error, ConcurrentUpdateError):
+        return DeployError(
+            f"`pulumi {command}` of stack {stack}: another update of this stack is running; wait "
+            "for it to end (if none is, a crashed one left the lock: `pulumi cancel --stack "
+            f"{stack}`)\n{_output_tail(error)}"
+        )
+    return DeployError(
+        f"`pulumi {command}` of stack {stack} failed; the end of its output:\n{_output_tail(error)}"
+    )
+
+
+def _output_tail(error: CommandError) -> str:
+    """The last lines pulumi printed, stdout then stderr (its final `error:` lines)."""
+    # A CommandError's text is its CommandResult's: "\n code: N\n stdout: ...\n stderr: ..."
+    # (automation/errors.py, CommandError.__init__; automation/_cmd.py, CommandResult.__str__).
+    head, _, stderr = str(error).rpartition("\n stderr: ")
+    _, _, stdout = head.partition("\n stdout: ")
+    lines = [line for line in f"{stdout}\n{stderr}".splitlines() if line.strip()]
+    return "\n".join(lines[-TAIL_LINES:])
+
+
+def _counts(changes: OpMap | None) -> dict[str, int]:
+    """Resource counts by operation (`same` included), the operations that did occur."""
+    # From the engine's JSON (events.py, SummaryEvent.from_json; _stack.py, history): the keys
+    # are plain strings, typed OpType, a str enum whose values they are (OpType.SAME == "same").
+    as_json = cast(Mapping[str, int], changes or {})
+    return {op: count for op, count in as_json.items() if count}
+
+
+def _describe(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{count} {op}" for op, count in counts.items()) or "no resources"
+
+
+def _as_printed(outputs: OutputMap) -> dict[str, Any]:
+    """Plain JSON values as `pulumi stack output --json` prints them: secrets stay `[secret]`."""
+    return {key: SECRET if output.secret else output.value for key, output in outputs.items()}

@@ -1,0 +1,80 @@
+"""`python -m lab ab`: the A/B orchestrator on the real lab graph (marker `lab`), failure and resume.
+
+The second profile's graph is broken on purpose (its mock workers get an argument they refuse, so
+the graph does not come up: a real start-up failure); the run ends with round robin passed and
+session affinity failed. The same command with the same `--run-id` and a working graph runs only
+session affinity, then the report of both.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from components.routing import RoutingProfile
+from lab.ab import LabAbTarget, lab_archive
+from lab.environment import LabInstall
+from lab.workload import LAB_WORKLOAD
+from stages.ab.orchestrator import AbRun, run_ab
+from stages.archive import list_runs
+
+pytestmark = pytest.mark.lab
+REPO = Path(__file__).resolve().parents[2]
+TINY = LAB_WORKLOAD.model_copy(
+    update={
+        "videos": 2, "questions": 2, "output_tokens": 32, "concurrencies": (1,),
+        "prefix_tokens": 64, "turn_jitter_ms": 0,
+    }
+)  # fmt: skip
+WORKLOAD_ARGS = ["--videos", "2", "--questions", "2", "--output-tokens", "32", "--concurrency",
+                 "1", "--prefix-tokens", "64", "--turn-jitter-ms", "0"]  # fmt: skip
+
+
+def test_a_failure_in_the_second_profile_then_a_resume(
+    lab_install: LabInstall, tmp_path: Path
+) -> None:
+    broken = {RoutingProfile.SESSION_AFFINITY: ("--speedup-ratio", "not-a-number")}
+    target = LabAbTarget(out=tmp_path, workers=2, install=lab_install, mocker_args=broken)
+    run = AbRun("run-1", TINY, tmp_path, lab_archive(tmp_path), commit="0" * 40)
+    said: list[str] = []
+
+    first = run_ab(target, run, said.append)
+
+    assert first.lines()[0] == "round-robin: passed"
+    assert first.lines()[1].startswith("session-affinity: failed (lab process exited during")
+    assert first.report is None and not target.running  # every graph stopped
+
+    fixed = LabAbTarget(out=tmp_path, workers=2, install=lab_install)
+    second = run_ab(fixed, run, said.append)
+
+    assert second.lines() == [
+        "round-robin: skipped (perf results of run run-1 already archived)",
+        "session-affinity: passed",
+    ]
+    assert list(fixed.timings) == ["session-affinity"]  # only its graph was started
+    assert second.report is not None and "| Concurrency |" in second.report.read_text()
+    archived = {(r.stack, r.stage.value) for r in list_runs(lab_archive(tmp_path), stage=None)}
+    assert ("lab-session-affinity", "report") in archived
+
+
+def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
+               "--run-id", "cli-run", *WORKLOAD_ARGS]  # fmt: skip
+
+    result = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+    )
+
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "round-robin: passed\nsession-affinity: passed\n" in result.stdout
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["run_id"] == "cli-run" and summary["peak_rss_bytes"] > 0
+    assert (tmp_path / "report.md").read_text().startswith("#")
+    again = subprocess.run(
+        command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert again.returncode == 0 and "round-robin: skipped" in again.stdout

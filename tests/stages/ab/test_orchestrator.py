@@ -1,0 +1,242 @@
+"""The A/B orchestrator's order, resume and failure paths, with a scripted target and stages.
+
+The target records what it is asked; smoke and perf are stand-ins that write a real results file
+(a fixture) so the real archive (a local directory) and the real report run. The lab runs the
+same orchestrator for real (tests/lab/test_lab_ab.py); a cluster's stacks through the Automation
+API stand-in (test_cluster_target.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import pytest
+
+from components.contract import StackOutputs
+from components.routing import RoutingProfile
+from stages.ab import orchestrator
+from stages.ab.orchestrator import AbRun, run_ab
+from stages.ab.plan import Outcome
+from stages.ab.target import Say
+from stages.archive import ArchiveLocation, Stage, list_runs
+from stages.cluster.run import ClusterOptions
+from stages.core.results import ProfileResults
+from stages.core.workload import PerfWorkload
+from stages.errors import StageFailed, UsageError
+from stages.local.run import LocalTools
+from tests.stages.conftest import FIXTURES, lab_outputs_for
+
+RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
+
+
+@dataclass
+class ScriptedTarget:
+    """A target that records its calls; `gpus`/`graph` set the budget, `fail_deploy` breaks one."""
+
+    gpus: int | None = None
+    graph: int = 8
+    fail_deploy: RoutingProfile | None = None
+    calls: list[str] = field(default_factory=list)
+    name: str = "scripted"
+    cluster: ClusterOptions = field(default_factory=ClusterOptions)
+    local: LocalTools | None = None
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return f"stack-{profile.value}"
+
+    def available_gpus(self, say: Say) -> int | None:
+        return self.gpus
+
+    def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
+        return self.graph
+
+    def prepare(self, say: Say) -> None:
+        self.calls.append("prepare")
+
+    def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
+        self.calls.append(f"deploy {profile.value}")
+        if profile is self.fail_deploy:
+            raise StageFailed(f"{profile.value} did not come up")
+        return lab_outputs_for(profile)
+
+    def teardown(self, profile: RoutingProfile, say: Say) -> None:
+        self.calls.append(f"teardown {profile.value}")
+
+
+@dataclass
+class Stages:
+    """Stand-ins for `targets.run_smoke`/`run_perf`; `fail_perf` breaks one profile's sweep."""
+
+    calls: list[str]
+    fail_perf: RoutingProfile | None = None
+    interrupt_perf: RoutingProfile | None = None
+
+    def smoke(self, outputs: StackOutputs, *args: object) -> str:
+        self.calls.append(f"smoke {outputs.profile.value}")
+        return "an answer"
+
+    def perf(
+        self, outputs: StackOutputs, workload: PerfWorkload, out_dir: Path, *args: object
+    ) -> ProfileResults:
+        self.calls.append(f"perf {outputs.profile.value}")
+        if outputs.profile is self.interrupt_perf:
+            raise KeyboardInterrupt
+        if outputs.profile is self.fail_perf:
+            raise StageFailed("the sweep broke its promises:\nconcurrency 2: 3 requests failed")
+        fixture = ProfileResults.load(FIXTURES / f"results-{outputs.profile.value}.json")
+        results = fixture.model_copy(update={"workload": workload})
+        results.save(out_dir / "results.json")
+        return results
+
+
+WORKLOAD = ProfileResults.load(FIXTURES / "results-round-robin.json").workload
+
+
+def an_ab_run(tmp_path: Path, keep: bool = False) -> AbRun:
+    archive = ArchiveLocation(bucket="lab", endpoint_url=f"file://{tmp_path / 'archive'}")
+    return AbRun("run-1", WORKLOAD, tmp_path / "out", archive, keep=keep, commit="0" * 40)
+
+
+def run(
+    tmp_path: Path, target: ScriptedTarget, stages: Stages, monkeypatch: pytest.MonkeyPatch,
+    keep: bool = False,
+) -> tuple[orchestrator.AbResult, list[str]]:  # fmt: skip
+    monkeypatch.setattr(orchestrator.targets, "run_smoke", stages.smoke)
+    monkeypatch.setattr(orchestrator.targets, "run_perf", stages.perf)
+    said: list[str] = []
+    return run_ab(target, an_ab_run(tmp_path, keep), said.append), said
+
+
+def test_one_graph_at_a_time_in_the_recipes_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    result, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+
+    assert target.calls == [
+        "prepare",
+        "deploy round-robin", "smoke round-robin", "perf round-robin", "teardown round-robin",
+        "deploy session-affinity", "smoke session-affinity", "perf session-affinity",
+        "teardown session-affinity",
+    ]  # fmt: skip
+    assert result.passed and result.lines() == ["round-robin: passed", "session-affinity: passed"]
+    assert "8 GPUs hold one graph at a time" in said[0]
+    assert result.report is not None and "| Concurrency |" in result.report.read_text()
+    stages = {(r.stack, r.stage) for r in list_runs(an_ab_run(tmp_path).archive, stage=None)}
+    assert stages == {
+        ("stack-round-robin", Stage.SMOKE), ("stack-round-robin", Stage.PERF),
+        ("stack-session-affinity", Stage.SMOKE), ("stack-session-affinity", Stage.PERF),
+        ("stack-session-affinity", Stage.REPORT),
+    }  # fmt: skip
+
+
+def test_with_room_for_both_the_graphs_stay_until_the_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=16)
+    result, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+
+    assert target.calls[-2:] == ["teardown round-robin", "teardown session-affinity"]
+    assert target.calls.index("deploy session-affinity") < target.calls.index(
+        "teardown round-robin"
+    )
+    assert "side by side" in said[0] and result.passed
+
+
+def test_a_failure_in_the_second_profile_and_a_resume(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    first, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch)
+
+    assert first.lines() == [
+        "round-robin: passed",
+        "session-affinity: failed (the sweep broke its promises: concurrency 2: 3 requests failed)",
+    ]
+    assert target.calls[-1] == "teardown session-affinity"  # the failed graph is taken down
+    assert not first.passed and first.report is None
+
+    target.calls.clear()
+    second, _ = run(tmp_path, target, Stages(target.calls), monkeypatch)
+
+    assert target.calls == [
+        "prepare", "deploy session-affinity", "smoke session-affinity",
+        "perf session-affinity", "teardown session-affinity",
+    ]  # fmt: skip
+    assert second.lines() == [
+        "round-robin: skipped (perf results of run run-1 already archived)",
+        "session-affinity: passed",
+    ]
+    assert second.passed and second.report is not None
+
+
+def test_after_a_failure_the_later_profiles_are_not_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8, fail_deploy=RR)
+    result, _ = run(tmp_path, target, Stages(target.calls), monkeypatch)
+
+    assert result.lines() == [
+        "round-robin: failed (round-robin did not come up)",
+        "session-affinity: not run",
+    ]
+    assert "deploy session-affinity" not in target.calls
+    assert target.calls[-1] == "teardown round-robin"  # whatever it left is cleaned up
+
+
+def test_ctrl_c_takes_the_current_graph_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    result, _ = run(tmp_path, target, Stages(target.calls, interrupt_perf=RR), monkeypatch)
+
+    assert result.interrupted and result.report is None
+    assert target.calls[-1] == "teardown round-robin"
+    assert result.lines() == ["round-robin: failed (interrupted)", "session-affinity: not run"]
+
+
+def test_keep_leaves_every_graph_deployed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = ScriptedTarget(gpus=8)
+    result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch, keep=True)
+    assert not result.passed
+
+    assert not [call for call in target.calls if call.startswith("teardown")]
+
+
+def test_a_finished_run_does_nothing_but_find_its_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    run(tmp_path, target, Stages(target.calls), monkeypatch)
+    target.calls.clear()
+
+    again, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+
+    assert target.calls == [] and again.passed
+    assert any("already archived" in line for line in said)
+
+
+def test_a_graph_larger_than_the_cluster_is_refused_before_anything_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=4, graph=8)
+
+    with pytest.raises(UsageError, match="a graph needs 8 GPUs"):
+        run(tmp_path, target, Stages(target.calls), monkeypatch)
+    assert target.calls == []
+
+
+def test_results_of_another_workload_are_not_compared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch)
+    monkeypatch.setattr(orchestrator.targets, "run_smoke", Stages(target.calls).smoke)
+    monkeypatch.setattr(orchestrator.targets, "run_perf", Stages(target.calls).perf)
+    changed = replace(an_ab_run(tmp_path), workload=WORKLOAD.model_copy(update={"seed": 7}))
+
+    result = run_ab(target, changed, lambda _: None)
+
+    assert result.outcomes[SA].outcome is Outcome.PASSED
+    assert result.report is None and "different workloads" in (result.report_failure or "")
