@@ -87,7 +87,7 @@ def _unknown_keys_message(unknown: list[str]) -> str:
     lines = ["Unknown stack config (a typo?):"]
     for key in unknown:
         close = difflib.get_close_matches(key, _declared_keys() | SECRET_KEYS, n=1)
-        hint = f"did you mean {config_key(close[0])}?" if close else "see README: Configuration"
+        hint = f"did you mean {config_key(close[0])}?" if close else "see docs/configuration.md"
         lines.append(f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)")
     return "\n".join(lines)
 

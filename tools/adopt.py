@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                         help="config as `pulumi config set` would")  # fmt: skip
     parser.add_argument("--example-site", action="store_true",
-                        help="fill site values the stack file lacks with the README's examples")  # fmt: skip
+                        help="fill site values the stack file lacks with the examples (docs/configuration.md)")  # fmt: skip
     parser.add_argument("--shared-outputs", type=Path,
                         help="profile stacks: `pulumi stack output --json` of the shared stack "
                         "(its namespace names where the graph is)")  # fmt: skip

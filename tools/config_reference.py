@@ -1,8 +1,9 @@
-"""The README's configuration reference, generated from the declarations in Pulumi.yaml.
+"""The configuration reference in docs/configuration.md, generated from Pulumi.yaml's declarations.
 
     python -m tools.config_reference      # prints the Markdown table
 
-A test compares the README with this output, so the reference cannot drift from Pulumi.yaml.
+`python -m tools.readme_sync` writes it into docs/configuration.md; a test compares that page with
+this output, so the reference cannot drift from Pulumi.yaml.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
-"""Keep generated parts of README.md in step with their sources.
+"""Keep the generated configuration reference in docs/configuration.md in step with Pulumi.yaml.
 
-python -m tools.readme_sync          # rewrite the generated blocks in README.md
-python -m tools.readme_sync --check  # exit 1 when README.md is out of date
+python -m tools.readme_sync          # rewrite the generated block in docs/configuration.md
+python -m tools.readme_sync --check  # exit 1 when docs/configuration.md is out of date
+
+(The name is older than the page: the table used to live in README.md.)
 """
 
 from __future__ import annotations
@@ -11,27 +13,30 @@ from pathlib import Path
 
 from tools.config_reference import reference_table
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+TARGET = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+"""The page that holds the generated block."""
 START, END = "<!-- CONFIG-REFERENCE:START -->", "<!-- CONFIG-REFERENCE:END -->"
 
 
 def synced(text: str) -> str:
+    """`text` with the block between START and END replaced by the current reference table."""
     head, rest = text.split(START, 1)
     _, tail = rest.split(END, 1)
     return f"{head}{START}\n{reference_table()}\n{END}{tail}"
 
 
 def main(argv: list[str]) -> int:
-    text = README.read_text()
+    text = TARGET.read_text()
     if "--check" in argv:
         if synced(text) != text:
             print(
-                "README.md configuration reference is stale: run python -m tools.readme_sync",
+                "docs/configuration.md configuration reference is stale: "
+                "run python -m tools.readme_sync",
                 file=sys.stderr,
             )
             return 1
         return 0
-    README.write_text(synced(text))
+    TARGET.write_text(synced(text))
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The GitHub workflows: actionlint-clean, and wired the way README.md (Guardrails) describes."""
+"""The GitHub workflows: actionlint-clean, and wired the way docs/guardrails.md describes."""
 
 from __future__ import annotations
 
@@ -109,7 +109,7 @@ def test_the_ab_workflow_runs_the_one_ab_command_by_hand() -> None:
     assert set(ab["on"]["workflow_dispatch"]["inputs"]) == {"run_id", "gpus", "keep"}
     assert ab["concurrency"] == {"group": "ab", "cancel-in-progress": False}
     scripts = "\n".join(step.get("run", "") for step in steps("ab.yml", "ab"))
-    assert "make stages-venv" in scripts and "scripts/site-config.sh" in scripts
+    assert "make venv stages-venv" in scripts and "scripts/site-config.sh" in scripts
     assert ".venv-stages/bin/python -m stages ab" in scripts
     assert "--policy-pack policy" in scripts and '--run-id "$RUN_ID"' in scripts
 

@@ -62,8 +62,9 @@ def test_missing_site_config_is_reported_with_the_key(
     assert not list(tmp_path.glob("*.yaml"))
 
 
-def test_readme_configuration_reference_matches_pulumi_yaml() -> None:
+def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
     from tools import readme_sync
 
-    text = readme_sync.README.read_text()
-    assert readme_sync.synced(text) == text, "run: .venv/bin/python -m tools.readme_sync"
+    assert readme_sync.TARGET.parts[-2:] == ("docs", "configuration.md")
+    text = readme_sync.TARGET.read_text()
+    assert readme_sync.synced(text) == text, "run: .venv-dev/bin/python -m tools.readme_sync"
