@@ -23,6 +23,7 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, GraphSpec, LabGraph, LabGraphError
+from lab.isolation import ZMQ_WARNING, run_isolated
 from lab.tools import lab_tools
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages import cli as stages_cli
@@ -61,8 +62,31 @@ def _up(args: argparse.Namespace) -> int:
             f"lab graph {spec.graph_name} serving at {graph.outputs.frontend_url}", file=sys.stderr
         )
         print(f"outputs: {graph.outputs_path}  (Ctrl-C stops it)", file=sys.stderr)
-        while True:
-            time.sleep(3600)
+        print(ZMQ_WARNING, file=sys.stderr)
+        return watch(graph)
+
+
+WATCH_SECONDS = 1.0
+
+
+def watch(graph: LabGraph) -> int:
+    """Serve until Ctrl-C, saying so when a process of the graph exits: a worker's exit leaves a
+    smaller graph (the frontend routes around it); the frontend's ends the graph (status 1)."""
+    reported: set[str] = set()
+    while True:
+        time.sleep(WATCH_SECONDS)
+        for process in graph.exited():
+            if process.name in reported:
+                continue
+            reported.add(process.name)
+            status = process.exit_code()
+            if process is graph.processes[0]:
+                print(f"lab up: the frontend exited (status {status}): stopping the graph; its "
+                      f"log: {process.log_path}", file=sys.stderr)  # fmt: skip
+                return EXIT_FAILED
+            alive = graph.spec.workers - len(reported)
+            print(f"lab up: {process.name} exited (status {status}); {alive} workers still serve; "
+                  f"its log: {process.log_path}", file=sys.stderr)  # fmt: skip
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +129,8 @@ def _stage(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "ab" and argv is None:  # the command line, not a test calling main()
+        run_isolated(sys.argv[1:])  # returns inside the namespace, or where it cannot make one
     try:
         with signals_as_keyboard_interrupt():
             return int(args.handler(args))

@@ -254,8 +254,12 @@ class LabGraph:
             + self._log_tails()
         )
 
+    def exited(self) -> list[GroupProcess]:
+        """The graph's processes that are no longer running (the frontend is the first)."""
+        return [p for p in self.processes if p.exit_code() is not None]
+
     def _fail_if_a_process_exited(self) -> None:
-        exited = [p for p in self.processes if p.exit_code() is not None]
+        exited = self.exited()
         if exited:
             names = ", ".join(f"{p.name} (exit {p.exit_code()})" for p in exited)
             raise LabGraphError(

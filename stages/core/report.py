@@ -183,8 +183,24 @@ def workload_lines(pair: ABPair) -> list[str]:
     return lines
 
 
+def incomplete_lines(pair: ABPair) -> list[str]:
+    """A warning for each profile whose sweep stopped part-way, or that counted failed requests."""
+    lines = []
+    for results in (pair.round_robin, pair.affinity):
+        name = results.profile.value
+        if not results.complete:
+            done = ", ".join(str(level.concurrency) for level in results.levels)
+            lines.append(f"> **{name}: incomplete sweep** (levels {done} only): {results.failure}")
+        errors = sum(level.error_count for level in results.levels)
+        if errors:
+            lines.append(f"> **{name}: {errors} requests failed**; their levels' numbers count "
+                         "only the requests that completed")  # fmt: skip
+    return [*lines, ""] if lines else []
+
+
 def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
     lines = ["# A/B: round robin vs session affinity", ""]
+    lines += incomplete_lines(pair)
     lines += workload_lines(pair) + [""]
     lines += headline_table(pair) + [""]
     lines += detail_table(pair) + [""]

@@ -60,6 +60,10 @@ class ProfileResults(BaseModel):
     session_header: str | None
     workload: PerfWorkload
     levels: list[LevelResult] = Field(min_length=1)
+    complete: bool = True
+    """False when the sweep stopped part-way: `levels` are the ones it finished."""
+    failure: str | None = None
+    """Why an incomplete sweep stopped."""
 
     @property
     def cache_hit_ratio(self) -> float:

@@ -3,7 +3,9 @@
 - smoke passes when the program succeeded AND its last line starts with `Smoke test passed`;
 - perf passes when the program succeeded and every level's AIPerf export decodes from the log;
   the exports land in `<out>/c<N>/aiperf/`, and `finish_sweep` writes `results.json` from them;
-- a program that says `Frontend not ready:` fails either stage with that error's own status.
+- a program that says `Frontend not ready:` fails either stage with that error's own status;
+- a sweep that stopped part-way (the frontend died, AIPerf failed at a level) still leaves
+  `results.json`, with the levels it finished and `complete: false`, before the stage fails.
 """
 
 from __future__ import annotations
@@ -73,13 +75,38 @@ def sweep_results(
 ) -> ProfileResults:
     """The sweep's results from a perf program's run: the same files and `results.json` on every
     target; fails (after saving what there is) if the run failed or a level broke its promises."""
-    _fail_unless_succeeded(run, "perf", log_path)
+    if not run.succeeded or frontend_not_ready(run):
+        _save_finished_levels(outputs, workload, run, out_dir)
+        _fail_unless_succeeded(run, "perf", log_path)
     write_exports(run.log, workload, out_dir)
     try:
         levels = [read_level(out_dir / f"c{c}" / "aiperf") for c in workload.concurrencies]
     except StageFailed as error:
         raise StageFailed(f"the perf program's log lacks a level's export: {error}") from error
     return finish_sweep(outputs, workload, levels, out_dir)
+
+
+def _save_finished_levels(
+    outputs: StackOutputs, workload: PerfWorkload, run: PodRun, out_dir: Path
+) -> None:
+    """`results.json` of a sweep that stopped part-way: every level whose export made it into the
+    log, marked incomplete; nothing when no level finished (or the log cannot be read)."""
+    try:
+        write_exports(run.log, workload, out_dir)
+    except StageFailed:
+        return
+    finished = []
+    for concurrency in workload.concurrencies:
+        artifact_dir = out_dir / f"c{concurrency}" / "aiperf"
+        if not (artifact_dir / AIPERF_EXPORT_FILE).is_file():
+            break
+        finished.append(read_level(artifact_dir))
+    if finished:
+        why = frontend_not_ready(run) or f"{run.what} failed ({run.failure})"
+        results = _results(outputs, workload, finished).model_copy(
+            update={"complete": False, "failure": why}
+        )
+        results.save(out_dir / "results.json")
 
 
 def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
@@ -100,12 +127,10 @@ def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
     return problems
 
 
-def finish_sweep(
-    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult], out_dir: Path
+def _results(
+    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult]
 ) -> ProfileResults:
-    """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
-    (the results stay saved for inspection)."""
-    results = ProfileResults(
+    return ProfileResults(
         profile=outputs.profile,
         target=outputs.target,
         graph_name=outputs.graph_name,
@@ -114,6 +139,14 @@ def finish_sweep(
         workload=workload,
         levels=levels,
     )
+
+
+def finish_sweep(
+    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult], out_dir: Path
+) -> ProfileResults:
+    """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
+    (the results stay saved for inspection)."""
+    results = _results(outputs, workload, levels)
     results.save(out_dir / "results.json")
     problems = [p for level in levels for p in check_level(level, workload)]
     if problems:

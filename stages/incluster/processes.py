@@ -6,14 +6,22 @@ in that group. Stopping the group by id ends the process and its children withou
 else on the machine (no kill by name). Interrupts are held while a child is started or stopped, so
 one is never left half-recorded.
 
+Children die with their parent, even a parent killed with SIGKILL, which runs no cleanup at all:
+each child runs under a guard (this module run as a script) that leads its group and watches a
+lifeline, a pipe whose only write end the parent holds. When the parent dies, however it dies, the
+kernel closes that end; the guard sees the pipe's end, stops its group (SIGTERM, then SIGKILL) and
+exits. Nested guards chain: a pod program's AIPerf dies with the pod program.
+
 Standard library only: the pod programs ship this module to the cluster's pods too.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -87,18 +95,70 @@ class GroupProcess:
 def start_group_process(
     name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path
 ) -> GroupProcess:
+    """`argv` in a new process group (its guard leads it), logging to `log_path`; it and its
+    children are stopped by the guard as soon as this process dies."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    lifeline = _lifeline()
+    guarded = [sys.executable, "-S", "-E", str(Path(__file__).resolve()), str(lifeline), *argv]
     with log_path.open("wb") as log:
         popen = subprocess.Popen(
-            list(argv),
+            guarded,
             env=dict(env),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            pass_fds=(lifeline,),
         )
     return GroupProcess(name=name, popen=popen, log_path=log_path)
+
+
+_lifelines: dict[int, tuple[int, int]] = {}
+"""This process's lifeline pipe (read end, write end), by pid: a forked child gets a new one."""
+
+
+def _lifeline() -> int:
+    """The read end of this process's lifeline; the write end stays here, never inherited (pipes
+    are created non-inheritable, and only the read end is passed to a guard)."""
+    pipe = _lifelines.get(os.getpid())
+    if pipe is None:
+        pipe = _lifelines[os.getpid()] = os.pipe()
+    return pipe[0]
+
+
+GUARD_POLL_SECONDS = 0.5
+
+
+def guard(lifeline: int, argv: Sequence[str]) -> int:
+    """Run `argv` in this (the guard's) process group until it exits; its exit status is ours.
+
+    If the lifeline's writer (the guard's parent) dies first, stop the group and leave. SIGTERM
+    and SIGINT, sent to the whole group by a regular stop, are caught (a caught signal reverts to
+    its default in the child at exec), so the guard outlives its child and reports its status.
+    """
+    for signum in INTERRUPTS:
+        signal.signal(signum, lambda signum, frame: None)
+    child = subprocess.Popen(list(argv))
+    while child.poll() is None:
+        ready, _, _ = select.select([lifeline], [], [], GUARD_POLL_SECONDS)
+        if ready and not os.read(lifeline, 1):  # end of pipe: the parent is gone
+            _stop_own_group(child)
+            break
+    status = child.wait()
+    return status if status >= 0 else 128 - status
+
+
+def _stop_own_group(child: subprocess.Popen[bytes]) -> None:
+    os.killpg(os.getpgrp(), signal.SIGTERM)  # the guard itself catches it
+    try:
+        child.wait(timeout=STOP_GRACE_SECONDS)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    while len(group_members(os.getpgrp())) > 1 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # whatever is left, the guard included
 
 
 @contextmanager
@@ -206,3 +266,7 @@ def signals_as_keyboard_interrupt() -> Iterator[None]:
 
     with _interrupt_handler(_raise):
         yield
+
+
+if __name__ == "__main__":  # the guard: `python processes.py LIFELINE_FD COMMAND...`
+    sys.exit(guard(int(sys.argv[1]), sys.argv[2:]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -10,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile, frontend_args
 from lab.graph import LabGraph, LabGraphError
 from stages.incluster.processes import group_members
+from tests.lab.conftest import command_line, processes_with
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -133,39 +133,6 @@ def test_a_worker_that_cannot_start_fails_fast_with_its_log(start_graph: StartGr
     message = str(failure.value)
     assert "exited during start-up" in message
     assert "--no-such-flag" in message  # the worker's own error, from the tail of its log
-
-
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def processes_with(marker_text: str) -> list[int]:
-    """PIDs of processes whose environment contains `marker_text` (children inherit it)."""
-    marker = marker_text.encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-@pytest.fixture
-def reap_marked() -> Iterator[list[str]]:
-    """Markers of processes a test started; whatever still carries one after the test (its
-    assertions already made) is killed by PID, so a failing test leaves nothing running."""
-    markers: list[str] = []
-    yield markers
-    for marker in markers:
-        for pid in processes_with(marker):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])

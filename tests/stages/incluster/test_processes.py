@@ -1,13 +1,25 @@
-"""Interrupts are held while a child is started or stopped, then raised."""
+"""Child processes: interrupts held while one is started or stopped; each dies with its parent."""
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
-from stages.incluster.processes import deferred_interrupts, signals_as_keyboard_interrupt
+from stages.incluster.processes import (
+    deferred_interrupts,
+    group_members,
+    signals_as_keyboard_interrupt,
+    start_group_process,
+)
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def test_a_sigterm_during_the_block_is_raised_only_after_it_completes() -> None:
@@ -40,3 +52,62 @@ def test_ctrl_c_raises_even_when_inherited_as_ignored() -> None:
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+# --- children die with their parent --------------------------------------------------------------
+
+DRIVER = """
+import sys, time
+from pathlib import Path
+from stages.incluster.processes import start_group_process
+tmp = Path(sys.argv[1])
+script = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
+child = start_group_process("child", [sys.executable, "-c", script], {}, tmp / "child.log", tmp)
+print(child.pgid, flush=True)
+time.sleep(600)
+"""
+
+
+def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.1)
+    return condition()
+
+
+def test_a_sigkilled_parent_leaves_no_child_behind(tmp_path: Path) -> None:
+    driver = subprocess.Popen(
+        [sys.executable, "-c", DRIVER, str(tmp_path)],
+        cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
+    )  # fmt: skip
+    try:
+        assert driver.stdout is not None
+        pgid = int(driver.stdout.readline())
+        assert wait_until(lambda: len(group_members(pgid)) >= 3, 10)  # guard, child, grandchild
+
+        driver.kill()  # SIGKILL: the driver runs no cleanup at all
+        driver.wait()
+
+        assert wait_until(lambda: group_members(pgid) == [], 15), group_members(pgid)
+    finally:
+        driver.kill()
+
+
+def test_the_guard_reports_the_childs_exit_status(tmp_path: Path) -> None:
+    child = start_group_process(
+        "exits-3", [sys.executable, "-c", "raise SystemExit(3)"], {}, tmp_path / "log", tmp_path
+    )
+    assert child.popen.wait(timeout=30) == 3
+
+
+def test_a_regular_stop_still_stops_the_whole_group(tmp_path: Path) -> None:
+    script = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
+    child = start_group_process("child", [sys.executable, "-c", script], {}, tmp_path / "log",
+                                tmp_path)  # fmt: skip
+    assert wait_until(lambda: len(group_members(child.pgid)) == 3, 10)
+
+    child.stop()
+
+    assert group_members(child.pgid) == []

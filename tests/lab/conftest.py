@@ -1,0 +1,45 @@
+"""Helpers for the tests that start lab processes: find them by a marker in their environment
+(every child inherits it, even one that retitles itself), and kill whatever a test leaves."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+
+def command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+def processes_with(marker_text: str) -> list[int]:
+    """PIDs of processes whose environment contains `marker_text` (children inherit it)."""
+    marker = marker_text.encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.fixture
+def reap_marked() -> Iterator[list[str]]:
+    """Markers of processes a test started; whatever still carries one after the test (its
+    assertions already made) is killed by PID, so a failing test leaves nothing running."""
+    markers: list[str] = []
+    yield markers
+    for marker in markers:
+        for pid in processes_with(marker):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
