@@ -1,18 +1,39 @@
 """Stack config as the CLI hands it to the program -> `StackSettings`, or one error naming every
 offending key and its fix.
 
+Every problem is reported at once: unknown keys, each value that breaks its rule, the checks
+across keys (run on the keys that did validate) and the secrets. A refusal shows a value only for
+a key outside `QUIET_KEYS`, and only when it is short; it never shows a secret.
+
 No Pulumi import: the offline render, the lab and the tests use it as-is.
 """
 
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Collection, Mapping
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ValidationError
+from pydantic import TypeAdapter, ValidationError
 
-from components.settings import PROJECT, SECRET_KEYS, StackSettings, config_key
+from components.config_rules import shown
+from components.settings import (
+    PROJECT,
+    QUIET_KEYS,
+    SECRET_KEYS,
+    StackSettings,
+    config_key,
+    cross_check_problems,
+)
+
+REMOVED_KEYS = {
+    "servedModel": (
+        "no longer config: the NIM serves its own model id, which no setting renames "
+        "(components/names.py SERVED_MODEL); the stack output servedModel still names it"
+    ),
+}
+"""Keys older stack files may still set, with why they went."""
 
 
 class ConfigError(ValueError):
@@ -25,28 +46,97 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     `raw` holds every config value the CLI passes and `secret_keys` the keys it marks secret.
     Secret values are only checked for presence and secrecy; they never enter the settings.
     Keys of other namespaces (e.g. `pulumi:`) are ignored; unknown keys of this project are typos.
+    Raises only `ConfigError`.
     """
     own = _own_keys(raw)
-    unknown = sorted(set(own) - _declared_keys() - SECRET_KEYS)
-    if unknown:
-        raise ConfigError(_unknown_keys_message(unknown))
-    values = {key: value for key, value in own.items() if key not in SECRET_KEYS}
-    try:
-        settings = StackSettings.model_validate(values)
-    except ValidationError as error:
-        raise ConfigError(_validation_message(error)) from None
-    secrets = {key: bool(own.get(key)) for key in SECRET_KEYS}
-    _check_secrets(settings, secrets, {key.rpartition(":")[2] for key in secret_keys})
+    declared = declared_keys()
+    unknown = sorted(set(own) - declared - SECRET_KEYS)
+    values = {key: value for key, value in own.items() if key in declared}
+    settings, unvalidated, problems = _validated(values)
+    problems += [f"  {problem}" for problem in cross_check_problems(settings, unvalidated)]
+    present = {key: bool(own.get(key)) for key in SECRET_KEYS}
+    marked = {key.rpartition(":")[2] for key in secret_keys}
+    secret_problems = _secret_problems(settings, unvalidated, present, marked)
+    sections = [
+        (_unknown_keys_lines(unknown), "Unknown stack config (a typo?):"),
+        (problems, "Invalid stack config:"),
+        (secret_problems, "Invalid secret config:"),
+    ]
+    message = "\n".join(line for lines, title in sections if lines for line in (title, *lines))
+    if message:
+        raise ConfigError(message)
     return settings
 
 
-def _check_secrets(settings: StackSettings, present: dict[str, bool], marked: set[str]) -> None:
+def declared_keys() -> set[str]:
+    return {field.alias or name for name, field in StackSettings.model_fields.items()}
+
+
+def _validated(values: dict[str, Any]) -> tuple[StackSettings, set[str], list[str]]:
+    """The settings, the fields that did not validate, and a line per problem. With problems the
+    settings are partial: only the fields that validated, for the checks across keys."""
+    try:
+        return StackSettings.model_validate(values), set(), []
+    except ValidationError as error:
+        errors = error.errors()
+    failed = {str(problem["loc"][0]) for problem in errors if problem["loc"]}
+    valid: dict[str, Any] = {}
+    unvalidated: set[str] = set()
+    for name, field in StackSettings.model_fields.items():
+        alias = field.alias or name
+        if alias in failed or alias not in values:
+            unvalidated.add(name)
+            continue
+        try:
+            valid[name] = _field_adapter(name).validate_python(values[alias])
+        except ValidationError:  # pragma: no cover - the model accepted this field
+            unvalidated.add(name)
+    return StackSettings.model_construct(**valid), unvalidated, [_line(p) for p in errors]
+
+
+@functools.cache
+def _field_adapter(name: str) -> TypeAdapter[Any]:
+    field = StackSettings.model_fields[name]
+    annotation: Any = field.annotation
+    if field.metadata:
+        annotation = Annotated[(annotation, *field.metadata)]
+    return TypeAdapter(annotation)
+
+
+def _line(problem: Mapping[str, Any]) -> str:
+    """One pydantic error (`ValidationError.errors()` item) as a line naming its key."""
+    key = _location(problem["loc"])
+    if problem["type"] == "missing":
+        return f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
+    message = problem["msg"].removeprefix("Value error, ")
+    got = _shown(str(problem["loc"][0]), problem.get("input")) if problem["loc"] else ""
+    return f"  {config_key(key)}: {message}{got}"
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    """`workerExtraEnv[2]`: the key, then the item's position in a list."""
+    key = str(loc[0]) if loc else ""
+    return key + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
+
+
+def _shown(key: str, value: object) -> str:
+    """What a refusal says about the value it refused; never the value of a quiet key."""
+    if key in QUIET_KEYS or key in SECRET_KEYS:
+        return ""
+    return f" (got {shown(value if isinstance(value, str) else repr(value))})"
+
+
+def _secret_problems(
+    settings: StackSettings, unvalidated: set[str], present: dict[str, bool], marked: set[str]
+) -> list[str]:
     problems = [
         f"  {config_key(key)} is stored in plain text: set it again with "
         f"`pulumi config set --secret {config_key(key)} <value>`"
         for key, is_set in sorted(present.items())
         if is_set and key not in marked
     ]
+    if unvalidated & {"shared_stack", "registry_server"}:
+        return problems  # whether this stack needs its secrets is not known yet
     if settings.manages_secrets and not present["ngcApiKey"]:
         problems.append(
             f"  {config_key('ngcApiKey')} is required to create the ngc-api-secret: "
@@ -61,13 +151,14 @@ def _check_secrets(settings: StackSettings, present: dict[str, bool], marked: se
             f"  {config_key('registryPassword')} is required with registryServer: "
             f"`pulumi config set --secret {config_key('registryPassword')} <password>`"
         )
-    if settings.uses_shared_layer and any(present.values()):
+    set_here = [config_key(key) for key, is_set in sorted(present.items()) if is_set]
+    if settings.uses_shared_layer and set_here:
         problems.append(
-            f"  secrets are set on a stack that reads them from sharedStack={settings.shared_stack}: "
-            "set them on the shared stack and `pulumi config rm` them here"
+            f"  secrets {', '.join(set_here)} are set on a stack that reads them from "
+            f"{config_key('sharedStack')}={settings.shared_stack}: set them on the shared stack "
+            "and `pulumi config rm` them here"
         )
-    if problems:
-        raise ConfigError("\n".join(["Invalid secret config:", *problems]))
+    return problems
 
 
 def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
@@ -79,30 +170,11 @@ def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
     return own
 
 
-def _declared_keys() -> set[str]:
-    return {field.alias or name for name, field in StackSettings.model_fields.items()}
-
-
-def _unknown_keys_message(unknown: list[str]) -> str:
-    lines = ["Unknown stack config (a typo?):"]
+def _unknown_keys_lines(unknown: list[str]) -> list[str]:
+    lines = []
     for key in unknown:
-        close = difflib.get_close_matches(key, _declared_keys() | SECRET_KEYS, n=1)
+        close = difflib.get_close_matches(key, declared_keys() | SECRET_KEYS, n=1)
         hint = f"did you mean {config_key(close[0])}?" if close else "see docs/configuration.md"
+        hint = REMOVED_KEYS.get(key, hint)
         lines.append(f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)")
-    return "\n".join(lines)
-
-
-def _validation_message(error: ValidationError) -> str:
-    lines = ["Invalid stack config:"]
-    for problem in error.errors():
-        key = ".".join(str(part) for part in problem["loc"] if not isinstance(part, int))
-        message = problem["msg"].removeprefix("Value error, ")
-        if not key:
-            lines.append(f"  {message}")
-        elif problem["type"] == "missing":
-            lines.append(
-                f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
-            )
-        else:
-            lines.append(f"  {config_key(key)}: {message} (got {problem.get('input')!r})")
-    return "\n".join(lines)
+    return lines

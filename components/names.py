@@ -18,6 +18,11 @@ WORKER_COMPONENT = "Worker"
 MAIN_CONTAINER = "main"
 FRONTEND_PORT = 8000
 """The operator gives a frontend component's Service port `http` 8000."""
+SERVED_MODEL = "nvidia/cosmos3-nano-reasoner"
+"""The model id the Cosmos3 NIM serves for the Nano Reasoner, so what the frontend lists in
+/v1/models: reference/dynamo-cosmos3-facts.md section 4.2 ("Served model id"), from third-party
+sources and the reasoner 1.7.0 docs. No source shows a way to rename it (no NIM env var, no
+NIM_DYNAMO_ARGS key for it), so it is no config; the stages still read it from the outputs."""
 
 
 def graph_name(profile: RoutingProfile) -> str:

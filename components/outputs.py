@@ -31,7 +31,7 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         frontend_port=port,
         frontend_url=url,
         models_url=f"{url}/v1/models",
-        served_model=settings.served_model,
+        served_model=names.SERVED_MODEL,
         session_affinity_ttl_seconds=routing.affinity_ttl_seconds,
         session_header=routing.session_header,
         worker_replicas=settings.worker_replicas,

@@ -5,25 +5,41 @@ defaults under `Pulumi.<stack>.yaml` and hands the program the result. `parse_st
 that flat mapping into one frozen `StackSettings` (`components.config_parser.parse_stack_config`),
 or raises `ConfigError` naming every offending key and the fix, before any resource is registered.
 
+Each value is checked against the rule of the Kubernetes field it lands in
+(`components.k8s_values`), so config the program accepts is config the API server accepts. The
+checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others did not.
+
 This module has no Pulumi import: the offline render, the lab and the tests use it as-is.
 """
 
 from __future__ import annotations
 
-import json
-import re
-from typing import Annotated, Any, Literal
+from collections.abc import Callable, Collection
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
-from pydantic import (
-    AfterValidator,
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    model_validator,
-)
+from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from components.config_rules import (
+    Command,
+    ContextName,
+    Count,
+    DnsLabel,
+    ExtraEnv,
+    GpuCount,
+    Image,
+    NimProfile,
+    NodeSelector,
+    Path,
+    Quantity,
+    RegistryServer,
+    RegistryUsername,
+    RuntimeVersion,
+    StackReference,
+    StorageClass,
+    Tolerations,
+)
 from components.routing import (
     MAX_AFFINITY_TTL_SECONDS,
     MIN_AFFINITY_TTL_SECONDS,
@@ -35,137 +51,64 @@ from components.routing import (
 PROJECT = "cosmos3-nano-reasoner"
 SECRET_KEYS = frozenset({"ngcApiKey", "registryPassword"})
 """Config keys that must be set with `pulumi config set --secret`; their values never enter settings."""
-
-_DNS_LABEL = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
-_QUANTITY = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|m)?$"
-_SEMVER = r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$"
-_STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
-_STACK_NAME = rf"^({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})$"
-"""A stack's short name (`shared`: this stack's organization and project) or `<org>/<project>/<stack>`."""
-_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_SECRET_ENV_NAMES = ("NGC_API_KEY", "HF_TOKEN", "AWS_SECRET_ACCESS_KEY")
-
-
-def _json_list(value: Any) -> Any:
-    # The CLI passes typed `array` config as JSON text; tests and the render may pass lists.
-    if isinstance(value, str):
-        try:
-            return json.loads(value) if value.strip() else []
-        except json.JSONDecodeError as error:
-            raise ValueError(f"expected a YAML/JSON list, got {value!r}") from error
-    return value
-
-
-def _key_value(separator: str, what: str) -> Any:
-    def check(items: list[str]) -> list[str]:
-        for item in items:
-            key, sep, _ = item.partition(separator)
-            if not sep or not key:
-                raise ValueError(f"{item!r} is not {what}")
-        return items
-
-    return check
-
-
-def _tolerations(items: list[str]) -> list[str]:
-    for item in items:
-        key, _, effect = item.rpartition(":")
-        if not key or effect not in _TAINT_EFFECTS:
-            raise ValueError(
-                f"{item!r} is not a toleration: write 'key:Effect' or 'key=value:Effect' "
-                f"with Effect one of {', '.join(_TAINT_EFFECTS)}"
-            )
-    return items
-
-
-def _extra_env(items: list[str]) -> list[str]:
-    for item in items:
-        name = item.partition("=")[0]
-        if not re.match(_ENV_NAME, name):
-            raise ValueError(f"{item!r} is not NAME=value")
-        if name in _SECRET_ENV_NAMES:
-            raise ValueError(
-                f"{name} is a secret and must not be plain config; "
-                "the NGC key comes from the ngcApiKey secret"
-            )
-    return items
-
-
-def _stack_reference_name(value: str) -> str:
-    if value and not re.fullmatch(_STACK_NAME, value):
-        raise ValueError(
-            f"{value!r} must be a stack's short name (e.g. shared: same organization and project "
-            "as this stack) or its fully qualified name <org>/<project>/<stack>"
-        )
-    return value
-
-
-StringList = Annotated[list[str], BeforeValidator(_json_list)]
-Quantity = Annotated[str, Field(pattern=_QUANTITY)]
-PositiveSeconds = Annotated[int, Field(ge=1)]
+QUIET_KEYS = frozenset(
+    {"workerExtraEnv", "modelDownloadCommand", "registryUsername", "kubeconfigPath"}
+)
+"""Keys whose values a refusal never shows: an env value or a command may hold a secret, a user
+name or a path is nobody else's business. Every other key's value is shown when it is short."""
 
 
 class StackSettings(BaseModel):
-    """Validated stack config. Field aliases are the config keys of `Pulumi.yaml`."""
+    """Validated stack config. Field aliases are the config keys of `Pulumi.yaml`.
+
+    Build it with `parse_stack_config`, which also runs the checks across keys."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, frozen=True, extra="forbid", validate_by_name=True
     )
 
     # Cluster access: an explicit provider, never the current kubeconfig context.
-    kube_context: Annotated[str, Field(min_length=1)]
-    kubeconfig_path: str
+    kube_context: ContextName
+    kubeconfig_path: Path
 
     # Layering: a self-contained stack, or a profile stack on a shared layer stack.
-    shared_stack: Annotated[str, AfterValidator(_stack_reference_name)]
+    shared_stack: StackReference
     deploy_graph: bool
 
-    namespace: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
+    namespace: DnsLabel
     create_namespace: bool
 
-    registry_server: str
-    registry_username: str
+    registry_server: RegistryServer
+    registry_username: RegistryUsername
 
-    model_cache_claim: Annotated[str, Field(pattern=_DNS_LABEL, max_length=63)]
+    model_cache_claim: DnsLabel
     model_cache_mode: Literal["create", "existing"]
-    model_cache_storage_class: str
+    model_cache_storage_class: StorageClass
     model_cache_size: Quantity
 
     model_download: bool
-    model_download_command: Annotated[StringList, Field(min_length=1)]
-    model_download_gpus: Annotated[int, Field(ge=0)]
-    model_download_timeout_seconds: PositiveSeconds
+    model_download_command: Command
+    model_download_gpus: GpuCount
+    model_download_timeout_seconds: Count
 
     profile: RoutingProfile
     session_affinity_ttl_seconds: Annotated[
         int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)
     ]
-    served_model: Annotated[str, Field(min_length=1)]
-    graph_ready_timeout_seconds: PositiveSeconds
+    graph_ready_timeout_seconds: Count
 
-    frontend_image: str
-    worker_image: str
-    worker_dynamo_runtime_version: Annotated[str, Field(pattern=_SEMVER)]
-    worker_replicas: Annotated[int, Field(ge=1)]
-    worker_gpus: Annotated[int, Field(ge=1)]
+    frontend_image: Image
+    worker_image: Image
+    worker_dynamo_runtime_version: RuntimeVersion
+    worker_replicas: Count
+    worker_gpus: Count
     worker_cpu: Quantity
     worker_memory: Quantity
     worker_shared_memory_size: Quantity
-    worker_node_selector: Annotated[
-        StringList,
-        AfterValidator(_key_value("=", "key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)")),
-    ]
-    worker_tolerations: Annotated[StringList, AfterValidator(_tolerations)]
-    worker_extra_env: Annotated[StringList, AfterValidator(_extra_env)]
-    nim_model_profile: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:=,-]*$", max_length=256)]
-
-    @model_validator(mode="after")
-    def _consistent(self) -> StackSettings:
-        problems = [problem for check in _CROSS_CHECKS if (problem := check(self))]
-        if problems:
-            raise ValueError("; ".join(problems))
-        return self
+    worker_node_selector: NodeSelector
+    worker_tolerations: Tolerations
+    worker_extra_env: ExtraEnv
+    nim_model_profile: NimProfile
 
     @property
     def routing(self) -> Routing:
@@ -200,6 +143,14 @@ def qualified_stack_name(name: str, organization: str, project: str) -> str:
     stack's own; qualifying it here removes that ambiguity.
     """
     return name if "/" in name else f"{organization}/{project}/{name}"
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """A rule across keys; it runs when every field it `needs` validated."""
+
+    needs: frozenset[str]
+    check: Callable[[StackSettings], str | None]
 
 
 def _storage_class_needed(s: StackSettings) -> str | None:
@@ -253,10 +204,27 @@ def _shared_layer_owns_cluster_objects(s: StackSettings) -> str | None:
 
 
 _CROSS_CHECKS = (
-    _storage_class_needed,
-    _registry_credentials,
-    _shared_layer_owns_cluster_objects,
+    CrossCheck(
+        frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
+        _storage_class_needed,
+    ),
+    CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
+    CrossCheck(
+        frozenset({"shared_stack", "registry_server", "model_cache_storage_class", "deploy_graph"}),
+        _shared_layer_owns_cluster_objects,
+    ),
 )
+
+
+def cross_check_problems(settings: StackSettings, unvalidated: Collection[str] = ()) -> list[str]:
+    """The problems across keys, skipping each check that needs a field in `unvalidated` (field
+    names; `settings` may then be partial, built from the fields that validated)."""
+    return [
+        problem
+        for cross_check in _CROSS_CHECKS
+        if not cross_check.needs & set(unvalidated)
+        and (problem := cross_check.check(settings)) is not None
+    ]
 
 
 def config_key(name: str) -> str:

@@ -1,11 +1,14 @@
 """Validation of stack config: each rule stops with a message naming the key and the fix."""
 
+import itertools
+import re
 from typing import Any
 
 import pytest
 
-from components.config_parser import ConfigError, parse_stack_config
-from components.settings import StackSettings
+from components import settings as settings_module
+from components.config_parser import ConfigError, declared_keys, parse_stack_config
+from components.settings import QUIET_KEYS, CrossCheck, StackSettings
 from tools.stack_files import cli_config, example_site_for
 
 P = "cosmos3-nano-reasoner"
@@ -54,8 +57,8 @@ def test_secret_values_never_enter_the_settings() -> None:
             "less than or equal",
         ),
         ({"workerReplicas": 0}, "workerReplicas", "greater than or equal to 1"),
-        ({"namespace": "Cosmos_Dev"}, "namespace", "pattern"),
-        ({"modelCacheSize": "lots"}, "modelCacheSize", "pattern"),
+        ({"namespace": "Cosmos_Dev"}, "namespace", "RFC 1123 label"),
+        ({"modelCacheSize": "lots"}, "modelCacheSize", "quantity"),
         ({"workerDynamoRuntimeVersion": "1.5"}, "workerDynamoRuntimeVersion", "pattern"),
         ({"workerNodeSelector": ["nvidia.com/gpu.product"]}, "workerNodeSelector", "key=value"),
         ({"workerTolerations": ["nvidia.com/gpu:Sometimes"]}, "workerTolerations", "NoSchedule"),
@@ -110,7 +113,9 @@ def test_a_typo_in_a_key_is_reported_with_the_likely_key() -> None:
 
 
 def test_other_namespaces_are_not_this_programs_business() -> None:
-    assert parse(**{"kubernetes:context": "whatever"}).kube_context == "h200-cluster"
+    assert (
+        parse(**dict[str, Any]({"kubernetes:context": "whatever"})).kube_context == "h200-cluster"
+    )
 
 
 def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
@@ -122,7 +127,7 @@ def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
     )
     assert "shared stack" in message
     refused(
-        "secrets are set on a stack that reads them",
+        f"secrets {P}:ngcApiKey are set on a stack that reads them from {P}:sharedStack=shared",
         stack="round-robin",
         secrets={"ngcApiKey": "k"},
     )
@@ -131,3 +136,250 @@ def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
 def test_all_problems_are_reported_at_once() -> None:
     message = refused("Invalid stack config", workerReplicas=0, profile="nope")
     assert f"{P}:workerReplicas" in message and f"{P}:profile" in message
+
+
+# --- the Kubernetes API server's rules, key by key (components/k8s_values.py) -------------------
+
+INT32_MAX = 2**31 - 1
+
+TESTERS_ACCEPTED_BUT_INVALID = [
+    # The 14 values a tester found accepted, whose manifests the API server rejects.
+    ({"modelCacheStorageClass": "rwx nfs"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
+    ({"modelCacheStorageClass": "RWX-NFS"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
+    ({"modelCacheSize": "0"}, "modelCacheSize", "greater than zero"),
+    ({"workerReplicas": INT32_MAX + 1}, "workerReplicas", "less than or equal to 2147483647"),
+    ({"workerReplicas": 10**20}, "workerReplicas", "less than or equal to 2147483647"),
+    ({"workerNodeSelector": ["bad key!=x"]}, "workerNodeSelector[0]", "key name part"),
+    ({"workerNodeSelector": ["k=" + "v" * 100]}, "workerNodeSelector[0]", "no more than 63"),
+    ({"workerNodeSelector": ["gpu=bad value!"]}, "workerNodeSelector[0]", "value must be"),
+    ({"workerTolerations": ["=v:NoSchedule"]}, "workerTolerations[0]", "Equal needs a key"),
+    ({"workerTolerations": ["k=v=w:NoSchedule"]}, "workerTolerations[0]", "value must be"),
+    ({"workerTolerations": ["a:b:NoSchedule"]}, "workerTolerations[0]", "exactly one ':'"),
+    ({"workerTolerations": ["bad key!:NoSchedule"]}, "workerTolerations[0]", "key name part"),
+    ({"workerExtraEnv": ["FOO\n=1"]}, "workerExtraEnv[0]", "the name before '='"),
+    ({"workerExtraEnv": ["FOO"]}, "workerExtraEnv[0]", "must be NAME=value"),
+]
+
+MORE_BAD_VALUES = [
+    ({"namespace": "ns\n"}, "namespace", "RFC 1123 label"),
+    ({"namespace": "a" * 64}, "namespace", "no more than 63"),
+    ({"modelCacheClaim": "Shared_Cache"}, "modelCacheClaim", "RFC 1123 label"),
+    ({"modelCacheStorageClass": "a" * 254}, "modelCacheStorageClass", "no more than 253"),
+    ({"modelCacheStorageClass": "rwx-nfs\n"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
+    ({"modelCacheSize": "-1Gi"}, "modelCacheSize", "greater than zero"),
+    ({"modelCacheSize": "200GB"}, "modelCacheSize", "quantity"),
+    ({"modelCacheSize": "200Gi\n"}, "modelCacheSize", "quantity"),
+    ({"modelCacheSize": "16Ei"}, "modelCacheSize", "int64"),
+    ({"workerCpu": "0"}, "workerCpu", "greater than zero"),
+    ({"workerCpu": "0.0m"}, "workerCpu", "greater than zero"),
+    ({"workerMemory": "0Gi"}, "workerMemory", "greater than zero"),
+    ({"workerSharedMemorySize": "0"}, "workerSharedMemorySize", "greater than zero"),
+    ({"workerSharedMemorySize": "1e999"}, "workerSharedMemorySize", "exponent"),
+    ({"workerGpus": 0}, "workerGpus", "greater than or equal to 1"),
+    ({"workerGpus": INT32_MAX + 1}, "workerGpus", "less than or equal to 2147483647"),
+    ({"modelDownloadGpus": -1}, "modelDownloadGpus", "greater than or equal to 0"),
+    ({"modelDownloadTimeoutSeconds": 0}, "modelDownloadTimeoutSeconds", "greater than or equal"),
+    ({"graphReadyTimeoutSeconds": INT32_MAX + 1}, "graphReadyTimeoutSeconds", "less than or equal"),
+    ({"workerNodeSelector": ["/gpu=x"]}, "workerNodeSelector[0]", "prefix part must be non-empty"),
+    ({"workerNodeSelector": ["a/b/c=x"]}, "workerNodeSelector[0]", "qualified name"),
+    ({"workerNodeSelector": ["Bad.Prefix/gpu=x"]}, "workerNodeSelector[0]", "prefix part"),
+    ({"workerNodeSelector": ["k" * 64 + "=x"]}, "workerNodeSelector[0]", "no more than 63"),
+    ({"workerNodeSelector": ["gpu=a", "gpu=b"]}, "workerNodeSelector", "set twice: 'gpu'"),
+    ({"workerNodeSelector": ["=x"]}, "workerNodeSelector[0]", "name part must be non-empty"),
+    ({"workerNodeSelector": "not json"}, "workerNodeSelector", "list of strings"),
+    ({"workerNodeSelector": '{"gpu": "x"}'}, "workerNodeSelector", "valid list"),
+    ({"workerNodeSelector": "[1]"}, "workerNodeSelector[0]", "valid string"),
+    ({"workerTolerations": ["k:Sometimes"]}, "workerTolerations[0]", "NoSchedule"),
+    ({"workerTolerations": ["k"]}, "workerTolerations[0]", "exactly one ':'"),
+    ({"workerTolerations": ["k=:NoSchedule\n"]}, "workerTolerations[0]", "NoSchedule"),
+    ({"workerExtraEnv": ["1FOO=x"]}, "workerExtraEnv[0]", "not starting with a digit"),
+    ({"workerExtraEnv": ["..=x"]}, "workerExtraEnv[0]", "must not be '.' or '..'"),
+    ({"workerExtraEnv": ["=x"]}, "workerExtraEnv[0]", "the name before '='"),
+    ({"workerExtraEnv": ["A=1", "A=2"]}, "workerExtraEnv", "set twice: 'A'"),
+    ({"workerExtraEnv": ["HF_TOKEN=hf_x"]}, "workerExtraEnv[0]", "'HF_TOKEN' is a secret"),
+    ({"workerExtraEnv": ["my_password=x"]}, "workerExtraEnv[0]", "is a secret"),
+    ({"workerExtraEnv": ["AWS_SECRET_ACCESS_KEY=x"]}, "workerExtraEnv[0]", "is a secret"),
+    ({"workerImage": ""}, "workerImage", "non-empty"),
+    ({"workerImage": " nvcr.io/nim/nvidia/cosmos3:2.1.0"}, "workerImage", "whitespace"),
+    ({"frontendImage": "nvcr.io/x:1\n"}, "frontendImage", "whitespace"),
+    ({"workerDynamoRuntimeVersion": "1.5.0\n"}, "workerDynamoRuntimeVersion", "pattern"),
+    ({"nimModelProfile": "abc\n"}, "nimModelProfile", "pattern"),
+    ({"kubeContext": " h200"}, "kubeContext", "whitespace"),
+    ({"kubeContext": "   "}, "kubeContext", "must name a kubeconfig context"),
+    ({"kubeContext": "h200\n"}, "kubeContext", "whitespace"),
+    ({"kubeContext": "h2\x0700"}, "kubeContext", "control characters"),
+    ({"kubeconfigPath": "/etc/kube\x00"}, "kubeconfigPath", "control characters"),
+    ({"modelDownloadCommand": []}, "modelDownloadCommand", "at least 1 item"),
+    ({"modelDownloadCommand": [" ", "x"]}, "modelDownloadCommand", "program to run"),
+    ({"sharedStack": "shared\n"}, "sharedStack", "<org>/<project>/<stack>"),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "key", "fix"), TESTERS_ACCEPTED_BUT_INVALID + MORE_BAD_VALUES
+)
+def test_values_the_api_server_would_reject_are_refused_naming_the_key(
+    overrides: dict[str, Any], key: str, fix: str
+) -> None:
+    message = refused(re.escape(f"{P}:{key}: "), **overrides)
+    assert fix in message, message
+
+
+def test_registry_values_are_checked_too() -> None:
+    message = refused(
+        "Invalid stack config",
+        registryServer="mirror example",
+        registryUsername="robot:1",
+        secrets={"ngcApiKey": "k", "registryPassword": "p"},
+    )
+    assert f"{P}:registryServer: must contain no whitespace" in message
+    assert f"{P}:registryUsername: must not contain ':'" in message
+    assert "robot:1" not in message, "registryUsername is never shown"
+
+
+LEGAL_EDGES = [
+    # Values at the edge of a rule that the API server accepts, and so must the program.
+    {"namespace": "a"},
+    {"namespace": "a" * 63},
+    {"namespace": "0-9"},
+    {"modelCacheClaim": "c" * 63},
+    {"modelCacheStorageClass": "a"},
+    {"modelCacheStorageClass": ".".join(["b" * 63] * 3) + "." + "c" * 61},
+    {"modelCacheStorageClass": "rwx.nfs-1"},
+    {"modelCacheSize": "1"},
+    {"modelCacheSize": "0.5Gi"},
+    {"modelCacheSize": "1e3"},
+    {"modelCacheSize": "+200Gi"},
+    {"modelCacheSize": "7Ei"},
+    {"workerCpu": "500m"},
+    {"workerCpu": "1n"},
+    {"workerCpu": ".5"},
+    {"workerMemory": "96G"},
+    {"workerSharedMemorySize": "1E"},
+    {"workerReplicas": INT32_MAX, "workerGpus": 1},
+    {"workerGpus": 8},
+    {"modelDownloadGpus": 0},
+    {"modelDownloadTimeoutSeconds": INT32_MAX, "graphReadyTimeoutSeconds": 1},
+    {"sessionAffinityTtlSeconds": 31_536_000, "profile": "session-affinity"},
+    {"workerNodeSelector": ["nvidia.com/gpu.product=NVIDIA-H200"]},
+    {"workerNodeSelector": ["example.com/empty="]},
+    {"workerNodeSelector": ["k=" + "v" * 63, "A_b.c=Z"]},
+    {"workerNodeSelector": ["b" * 253 + "/" + "n" * 63 + "=x"]},
+    {"workerTolerations": ["nvidia.com/gpu:NoSchedule"]},
+    {"workerTolerations": ["dedicated=gpu:PreferNoSchedule", "k=:NoExecute"]},
+    {"workerTolerations": [":NoSchedule"]},
+    {"workerExtraEnv": ["NIM_LOG_LEVEL=DEBUG"]},
+    {"workerExtraEnv": ["FOO=", "BAR=a=b", "my.env-name=x", "_X=1", "-Y=2"]},
+    {"workerExtraEnv": ["MULTI=line1\nline2", "UNICODE=žluťoučký kůň"]},
+    {"workerExtraEnv": ["NIM_MAX_NUM_BATCHED_TOKENS=8192", "NIM_CACHE_PATH=/x"]},
+    {"nimModelProfile": "a" * 256},
+    {"workerImage": "nvcr.io/nim/nvidia/cosmos3@sha256:" + "0" * 64},
+    {"kubeContext": "arn:aws:eks:us-east-1:123:cluster/h200 prod"},
+]
+
+
+@pytest.mark.parametrize("overrides", LEGAL_EDGES)
+def test_legal_edge_values_are_accepted(overrides: dict[str, Any]) -> None:
+    parse(**overrides)
+
+
+# --- every problem at once, nothing shown that may be secret ------------------------------------
+
+
+def test_field_problems_cross_checks_unknown_keys_and_secrets_are_reported_together() -> None:
+    message = refused(
+        "Unknown stack config",
+        secrets={},
+        workerReplicas=0,
+        modelCacheStorageClass="",
+        registryServer="mirror.example",
+        workerRepliks=8,
+    )
+    assert f"{P}:workerRepliks: did you mean {P}:workerReplicas?" in message
+    assert f"{P}:workerReplicas: Input should be greater than or equal to 1" in message
+    assert f"{P}:modelCacheStorageClass is required" in message
+    assert f"{P}:registryServer is set without {P}:registryUsername" in message
+    assert f"{P}:ngcApiKey is required" in message
+    assert f"{P}:registryPassword is required" in message
+
+
+def test_a_cross_check_is_skipped_only_when_a_field_it_needs_did_not_validate() -> None:
+    message = refused("Invalid stack config", modelCacheStorageClass="", modelCacheMode="adopt")
+    assert f"{P}:modelCacheMode: Input should be 'create' or 'existing'" in message
+    assert "is required when this stack creates" not in message, "mode unknown: no guess"
+
+
+@pytest.mark.parametrize("check", settings_module._CROSS_CHECKS)
+def test_each_cross_check_declares_every_field_it_reads(check: CrossCheck) -> None:
+    full = parse()
+    variants = itertools.product(
+        ("", "shared"),
+        ("", "mirror"),
+        ("", "robot"),
+        ("", "rwx"),
+        (True, False),
+        ("create", "existing"),
+    )
+    for shared, server, user, storage, deploy, mode in variants:
+        variant = full.model_copy(
+            update={
+                "shared_stack": shared,
+                "registry_server": server,
+                "registry_username": user,
+                "model_cache_storage_class": storage,
+                "deploy_graph": deploy,
+                "model_cache_mode": mode,
+            }
+        )
+        partial = StackSettings.model_construct(
+            **{name: getattr(variant, name) for name in check.needs}
+        )
+        # An undeclared field raises AttributeError; the partial answer must be the full one.
+        assert check.check(partial) == check.check(variant)
+
+
+SECRET = "nvapi-" + "do-not-show-me-0123456789"
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"workerExtraEnv": [f"NGC_API_KEY={SECRET}"]},
+        {"workerExtraEnv": ["A=1", f"HF_TOKEN={SECRET}"]},
+        {"workerExtraEnv": [SECRET]},
+        {"workerExtraEnv": [f"{SECRET} =x"]},
+        {"workerExtraEnv": f"NGC_API_KEY={SECRET}"},
+        {"workerExtraEnv": [f"X={SECRET}", f"X={SECRET}"]},
+        {"workerExtraEnv": [f"X={SECRET}"], "modelDownloadCommand": ["", f"--token={SECRET}"]},
+        {"modelDownloadCommand": f"[{SECRET}"},
+        {"registryUsername": f"{SECRET}:x"},
+        {"kubeconfigPath": f"/{SECRET}\n"},
+        {"nimModelProfile": f"{SECRET}-" * 5 + "\n"},
+        {"workerImage": f"nvcr.io/{SECRET}/{SECRET} x"},
+        {"namespace": SECRET.upper() * 2},
+        {"workerNodeSelector": [f"k={SECRET}" * 3]},
+        {"workerExtraEnv": [f"{SECRET.replace('-', '_')}_TOKEN" * 2 + "=x"]},
+    ],
+)
+def test_a_refusal_never_shows_a_value_that_may_be_secret(overrides: dict[str, Any]) -> None:
+    message = refused(P, **overrides)
+    assert SECRET not in message and SECRET.replace("-", "_") not in message, message
+
+
+def test_served_model_is_no_longer_config_and_an_old_stack_file_says_why() -> None:
+    message = refused(f"{P}:servedModel: no longer config", servedModel="my-org/other-model")
+    assert f"`pulumi config rm {P}:servedModel`" in message
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["[" * 100_000, "\x00", "{}", "null", "[[]]", '["\\ud800"]', "9" * 5000, "1e309"],
+)
+def test_hostile_text_is_refused_as_config_never_a_crash(value: str) -> None:
+    for key in ("workerExtraEnv", "workerReplicas", "modelCacheSize", "workerTolerations"):
+        with pytest.raises(ConfigError, match=re.escape(f"{P}:{key}")):
+            parse(**dict[str, Any]({key: value}))
+
+
+def test_quiet_keys_are_declared_keys() -> None:
+    assert QUIET_KEYS <= declared_keys()

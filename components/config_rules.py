@@ -1,0 +1,175 @@
+"""The value rules of stack config: each key's syntax, on top of the Kubernetes API server's own
+rules for the field the value lands in (`components.k8s_values`). Pure: no Pulumi.
+
+Each rule is a pydantic annotated type that `components.settings.StackSettings` uses for its
+fields. A rule's message never shows the value: `components.config_parser` decides what a refusal
+may show (`components.settings.QUIET_KEYS`), so a secret pasted into workerExtraEnv never reaches a
+log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BeforeValidator, Field
+
+from components import k8s_values as k8s
+
+_STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
+_STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
+"""A stack's short name (`shared`: this stack's organization and project) or `<org>/<project>/<stack>`."""
+_SECRET_ENV_NAME = re.compile(
+    r"(.*[-._])?(TOKEN|API_KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD)",
+    re.IGNORECASE,
+)
+"""NGC_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY and their kind (not NIM_MAX_NUM_BATCHED_TOKENS)."""
+SHOWN_MAX_CHARACTERS = 60
+"""A refusal shows a longer value (or name) by its length only: long values are where secrets
+hide."""
+
+
+def shown(text: str) -> str:
+    """`text` as a refusal may show it: quoted when short, else by its length."""
+    quoted = repr(text)
+    return quoted if len(quoted) <= SHOWN_MAX_CHARACTERS else f"a {len(text)}-character value"
+
+
+def _rule(check: Callable[[str], list[str]]) -> AfterValidator:
+    """A pydantic validator from a rule that lists problems, as `components.k8s_values` does."""
+
+    def validate(value: str) -> str:
+        problems = check(value)
+        if problems:
+            raise ValueError("; ".join(problems))
+        return value
+
+    return AfterValidator(validate)
+
+
+def _json_list(value: Any) -> Any:
+    # The CLI passes typed `array` config as JSON text; tests and the render may pass lists.
+    # The message never shows the text: it may be workerExtraEnv, whose values may be secrets.
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else []
+        except (ValueError, RecursionError):
+            raise ValueError("expected a YAML/JSON list of strings") from None
+    return value
+
+
+def _stack_reference_name(value: str) -> list[str]:
+    if value and not re.fullmatch(_STACK_NAME, value):
+        return [
+            (
+                "must be a stack's short name (e.g. shared: same organization and project as "
+                "this stack) or its fully qualified name <org>/<project>/<stack>"
+            )
+        ]
+    return []
+
+
+def _no_control_characters(value: str) -> list[str]:
+    if any(not character.isprintable() for character in value):
+        return ["must contain no control characters (e.g. a newline)"]
+    return []
+
+
+def _context_name(value: str) -> list[str]:
+    if not value.strip():
+        return ["must name a kubeconfig context"]
+    if value != value.strip():
+        return ["must not begin or end with whitespace"]
+    return _no_control_characters(value)
+
+
+def _registry_server(value: str) -> list[str]:
+    # The server is the first part of every image reference pulled through the mirror.
+    return k8s.image_problems(value) if value else []
+
+
+def _registry_username(value: str) -> list[str]:
+    # The pull secret's `auth` is base64("user:password"): a ':' in the user would split it.
+    return ["must not contain ':'"] if ":" in value else _no_control_characters(value)
+
+
+def _storage_class(value: str) -> list[str]:
+    # core/validation ValidatePersistentVolumeClaimSpec: storageClassName is a DNS subdomain
+    # (ValidateClassName). Empty: the cross-check says whether this stack needs one.
+    return k8s.is_dns1123_subdomain(value) if value else []
+
+
+def _env_item(item: str) -> list[str]:
+    """NAME=value, the name as core/validation checks env names (IsEnvVarName), never a secret.
+    Problems name the variable only when it is a valid name; they never show the value."""
+    name, equals, _ = item.partition("=")
+    if not equals:
+        return ["must be NAME=value (it has no '='; the item is not shown, it may be a secret)"]
+    name_problems = k8s.is_env_var_name(name)
+    if name_problems:
+        return [f"the name before '=' {problem}" for problem in name_problems]
+    if _SECRET_ENV_NAME.fullmatch(name):
+        return [
+            (
+                f"{shown(name)} is a secret and must not be plain config (the value is not shown); the "
+                "NGC key comes from the ngcApiKey secret"
+            )
+        ]
+    return []
+
+
+def _unique(what: str) -> AfterValidator:
+    """Each name (before '=') once: a second one would silently win over the first."""
+
+    def check(items: list[str]) -> list[str]:
+        names = [item.partition("=")[0] for item in items]
+        twice = sorted({name for name in names if names.count(name) > 1})
+        if twice:
+            raise ValueError(f"each {what} at most once; set twice: {', '.join(map(shown, twice))}")
+        return items
+
+    return AfterValidator(check)
+
+
+def _command(items: list[str]) -> list[str]:
+    if not items[0].strip():
+        raise ValueError("the first item must name the program to run")
+    return items
+
+
+# --- the types of StackSettings' fields -----------------------------------------------------------
+
+ContextName = Annotated[str, _rule(_context_name)]
+Path = Annotated[str, _rule(_no_control_characters)]
+StackReference = Annotated[str, _rule(_stack_reference_name)]
+DnsLabel = Annotated[str, _rule(k8s.is_dns1123_label)]
+"""Namespace (ValidateNamespaceName) and claim name: lowercase RFC 1123 labels."""
+StorageClass = Annotated[str, _rule(_storage_class)]
+RegistryServer = Annotated[str, _rule(_registry_server)]
+RegistryUsername = Annotated[str, _rule(_registry_username)]
+Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
+Image = Annotated[str, _rule(k8s.image_problems)]
+Count = Annotated[int, Field(ge=1, le=k8s.INT32_MAX)]
+"""Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
+GpuCount = Annotated[int, Field(ge=0, le=k8s.INT32_MAX)]
+RuntimeVersion = Annotated[
+    str, Field(pattern=r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
+]
+"""The DGD CRD's pattern for runtimeVersionOverride."""
+NimProfile = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:=,-]*$", max_length=256)]
+Command = Annotated[
+    list[str], BeforeValidator(_json_list), Field(min_length=1), AfterValidator(_command)
+]
+NodeSelector = Annotated[
+    list[Annotated[str, _rule(k8s.node_selector_problems)]],
+    BeforeValidator(_json_list),
+    _unique("node selector key"),
+]
+Tolerations = Annotated[
+    list[Annotated[str, _rule(k8s.toleration_problems)]], BeforeValidator(_json_list)
+]
+ExtraEnv = Annotated[
+    list[Annotated[str, _rule(_env_item)]], BeforeValidator(_json_list), _unique("variable")
+]

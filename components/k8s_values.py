@@ -1,0 +1,245 @@
+"""The Kubernetes API server's own rules for the values stack config lands in. Pure: no Pulumi.
+
+Each function mirrors one Go function of Kubernetes and returns the problems it would report, an
+empty list for a value the API server accepts. The sources are
+k8s.io/apimachinery/pkg/util/validation/validation.go (names, label values, env var names),
+k8s.io/apimachinery/pkg/api/resource/quantity.go (quantities) and
+k8s.io/kubernetes/pkg/apis/core/validation/validation.go (node selectors, tolerations, images).
+
+Problems never contain the value itself: callers decide whether a value may be shown (an env
+value may be a secret). Go's `regexp` anchors `^...$` match the whole text; Python's `re.match`
+with `$` also accepts a trailing newline, so every rule here is a `fullmatch`.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+INT32_MAX = 2**31 - 1
+"""Replica counts and most integers of the Kubernetes API are int32."""
+
+# validation.go: dns1123LabelFmt, DNS1123LabelMaxLength (IsDNS1123Label).
+_DNS1123_LABEL_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL_MAX_LENGTH = 63
+# validation.go: dns1123SubdomainFmt, DNS1123SubdomainMaxLength (IsDNS1123Subdomain).
+_DNS1123_SUBDOMAIN_FMT = rf"{_DNS1123_LABEL_FMT}(\.{_DNS1123_LABEL_FMT})*"
+DNS1123_SUBDOMAIN_MAX_LENGTH = 253
+# validation.go: qualifiedNameFmt, qualifiedNameMaxLength (IsQualifiedName), labelValueFmt,
+# LabelValueMaxLength (IsValidLabelValue).
+_QUALIFIED_NAME_FMT = r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QUALIFIED_NAME_MAX_LENGTH = 63
+LABEL_VALUE_MAX_LENGTH = 63
+# validation.go: envVarNameFmt (IsEnvVarName).
+_ENV_VAR_NAME_FMT = r"[-._a-zA-Z][-._a-zA-Z0-9]*"
+# core/validation: validateTaintEffect (a toleration may also leave it empty: all effects; the
+# config syntax always names one).
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+# quantity.go: the grammar of resource.ParseQuantity. Suffixes: binarySI Ki..Ei, decimalSI
+# n u m "" k M G T P E, or a decimal exponent e/E with a signed integer (`interpret` parses it
+# with strconv.ParseInt).
+_QUANTITY = re.compile(
+    r"(?P<sign>[+-]?)(?P<number>[0-9]+(\.[0-9]*)?|\.[0-9]+)"
+    r"(?P<suffix>[KMGTPE]i|[numkMGTPE]|[eE][+-]?[0-9]+)?"
+)
+_BINARY_SI = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_QUANTITY_MAX_LENGTH = 64
+_QUANTITY_MAX_EXPONENT = 30
+_QUANTITY_MAX = Decimal(2**63 - 1)
+"""resource.Quantity holds more, but int64 is where its Value() ends; no size here needs more."""
+
+
+def _fullmatch(pattern: str, value: str) -> bool:
+    return re.fullmatch(pattern, value) is not None
+
+
+def _regex_error(what: str, fmt: str, *examples: str) -> str:
+    shown = ", ".join(repr(example) for example in examples)
+    return f"must be {what} (e.g. {shown}; regex used for validation is '{fmt}')"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """validation.go IsDNS1123Label: namespaces, claim names."""
+    problems = []
+    if len(value) > DNS1123_LABEL_MAX_LENGTH:
+        problems.append(f"must be no more than {DNS1123_LABEL_MAX_LENGTH} characters")
+    if not _fullmatch(_DNS1123_LABEL_FMT, value):
+        problems.append(
+            _regex_error(
+                "a lowercase RFC 1123 label: lowercase alphanumerics or '-', starting and ending "
+                "with an alphanumeric",
+                _DNS1123_LABEL_FMT,
+                "my-name",
+                "123-abc",
+            )
+        )
+    return problems
+
+
+def is_dns1123_subdomain(value: str) -> list[str]:
+    """validation.go IsDNS1123Subdomain: storage class names, label key prefixes."""
+    problems = []
+    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
+        problems.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} characters")
+    if not _fullmatch(_DNS1123_SUBDOMAIN_FMT, value):
+        problems.append(
+            _regex_error(
+                "a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', starting "
+                "and ending with an alphanumeric",
+                _DNS1123_SUBDOMAIN_FMT,
+                "example.com",
+            )
+        )
+    return problems
+
+
+def is_qualified_name(value: str) -> list[str]:
+    """validation.go IsQualifiedName: label keys (node selector keys, toleration keys), an
+    optional DNS subdomain prefix and '/', then a name of at most 63 characters."""
+    parts = value.split("/")
+    if len(parts) > 2:
+        return [
+            _regex_error(
+                "a qualified name with an optional DNS subdomain prefix and '/'",
+                _QUALIFIED_NAME_FMT,
+                "MyName",
+                "example.com/MyName",
+            )
+        ]
+    problems = []
+    name = parts[-1]
+    if len(parts) == 2:
+        prefix = parts[0]
+        if not prefix:
+            problems.append("prefix part must be non-empty")
+        else:
+            problems += [f"prefix part {problem}" for problem in is_dns1123_subdomain(prefix)]
+    if not name:
+        problems.append("name part must be non-empty")
+    elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
+        problems.append(f"name part must be no more than {QUALIFIED_NAME_MAX_LENGTH} characters")
+    if name and not _fullmatch(_QUALIFIED_NAME_FMT, name):
+        problems.append(
+            "name part "
+            + _regex_error(
+                "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
+                _QUALIFIED_NAME_FMT,
+                "MyName",
+                "my.name",
+            )
+        )
+    return problems
+
+
+def is_valid_label_value(value: str) -> list[str]:
+    """validation.go IsValidLabelValue: empty, or a qualified name's name part."""
+    problems = []
+    if len(value) > LABEL_VALUE_MAX_LENGTH:
+        problems.append(f"must be no more than {LABEL_VALUE_MAX_LENGTH} characters")
+    if value and not _fullmatch(_QUALIFIED_NAME_FMT, value):
+        problems.append(
+            _regex_error(
+                "empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
+                _QUALIFIED_NAME_FMT,
+                "MyValue",
+                "my_value",
+            )
+        )
+    return problems
+
+
+def is_env_var_name(value: str) -> list[str]:
+    """validation.go IsEnvVarName: the regex, then hasChDirPrefix ('.', '..', '..' prefix)."""
+    problems = []
+    if not _fullmatch(_ENV_VAR_NAME_FMT, value):
+        problems.append(
+            _regex_error(
+                "alphabetic characters, digits, '_', '-' or '.', not starting with a digit",
+                _ENV_VAR_NAME_FMT,
+                "MY_ENV.NAME",
+            )
+        )
+    if value in (".", "..") or value.startswith(".."):
+        problems.append("must not be '.' or '..' or start with '..'")
+    return problems
+
+
+def parse_quantity(value: str) -> Decimal:
+    """resource.ParseQuantity's value of `value`; ValueError when it is no quantity."""
+    match = _QUANTITY.fullmatch(value) if len(value) <= _QUANTITY_MAX_LENGTH else None
+    if match is None:
+        raise ValueError(
+            "must be a Kubernetes quantity: a number with an optional suffix Ki, Mi, Gi, Ti, "
+            "Pi, Ei, m, k, M, G, T, P, E or an exponent (e.g. '200Gi', '16', '500m')"
+        )
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY_SI:
+        scale, exponent = Decimal(1024) ** _BINARY_SI[suffix], 0
+    elif suffix in _DECIMAL_SI:
+        scale, exponent = Decimal(1), _DECIMAL_SI[suffix]
+    else:
+        scale, exponent = Decimal(1), int(suffix[1:])
+    if abs(exponent) > _QUANTITY_MAX_EXPONENT:
+        raise ValueError(f"must have an exponent of at most {_QUANTITY_MAX_EXPONENT}")
+    try:
+        number = Decimal(match["sign"] + match["number"])
+    except InvalidOperation as error:  # pragma: no cover - the regex admits only decimals
+        raise ValueError("must be a Kubernetes quantity") from error
+    return number.scaleb(exponent) * scale
+
+
+def is_positive_quantity(value: str) -> list[str]:
+    """A quantity above zero: core/validation ValidateResourceQuantityValue (non-negative) and
+    the PVC's "must be greater than zero" storage request; a zero size or memory makes no pod."""
+    try:
+        amount = parse_quantity(value)
+    except ValueError as error:
+        return [str(error)]
+    if amount <= 0:
+        return ["must be greater than zero"]
+    if amount > _QUANTITY_MAX:
+        return [f"must be at most {_QUANTITY_MAX} (int64) in base units"]
+    return []
+
+
+def node_selector_problems(item: str) -> list[str]:
+    """A `key=value` node selector entry: core/validation ValidatePodSpec checks nodeSelector with
+    ValidateLabels, key IsQualifiedName and value IsValidLabelValue."""
+    key, equals, value = item.partition("=")
+    if not equals:
+        return ["must be key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)"]
+    problems = [f"key {problem}" for problem in is_qualified_name(key)]
+    return problems + [f"value {problem}" for problem in is_valid_label_value(value)]
+
+
+def toleration_problems(item: str) -> list[str]:
+    """A `key:Effect` (operator Exists) or `key=value:Effect` (operator Equal) toleration, as
+    core/validation ValidateTolerations checks it: a non-empty key IsQualifiedName (ValidateLabelName);
+    an empty key only with Exists (`:Effect` tolerates every taint of that effect); an Equal value
+    IsValidLabelValue; the effect one of the taint effects (validateTaintEffect)."""
+    shape = f"must be key:Effect or key=value:Effect with Effect one of {', '.join(TAINT_EFFECTS)}"
+    if item.count(":") != 1:
+        return [f"{shape}, with exactly one ':'"]
+    key_value, _, effect = item.partition(":")
+    key, equals, value = key_value.partition("=")
+    problems = [] if effect in TAINT_EFFECTS else [shape]
+    if key:
+        problems += [f"key {problem}" for problem in is_qualified_name(key)]
+    elif equals:
+        problems.append("key must be non-empty with a value (operator Equal needs a key)")
+    if equals:
+        problems += [f"value {problem}" for problem in is_valid_label_value(value)]
+    return problems
+
+
+def image_problems(value: str) -> list[str]:
+    """A container image: core/validation validateContainers requires a non-empty image without
+    surrounding whitespace; no registry accepts a reference with whitespace or control characters
+    inside either."""
+    if not value:
+        return ["must be non-empty (a pinned image reference, e.g. registry/name:tag)"]
+    if any(character.isspace() or not character.isprintable() for character in value):
+        return ["must contain no whitespace or control characters"]
+    return []
