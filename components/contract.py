@@ -100,10 +100,21 @@ class StackOutputs(BaseModel):
             return cls.model_validate(data)
         except FileNotFoundError as error:
             raise OutputsError(f"stack outputs file {name} does not exist") from error
+        except IsADirectoryError as error:
+            raise OutputsError(f"{name} is a directory, not a stack-outputs file") from error
+        except OSError as error:
+            reason = error.strerror or type(error).__name__
+            raise OutputsError(f"stack outputs file {name} cannot be read ({reason})") from error
+        except UnicodeDecodeError as error:
+            raise OutputsError(f"{name} is not UTF-8 text (a binary file?)") from error
         except json.JSONDecodeError as error:
             raise OutputsError(f"stack outputs in {name} are not JSON: {error}") from error
         except ValidationError as error:
             raise OutputsError(f"stack outputs in {name} break the contract:\n{error}") from error
+        except (RecursionError, ValueError) as error:
+            # json refuses numbers over 4,300 digits (ValueError) and nests by recursion.
+            detail = f"{type(error).__name__}: {str(error)[:100]}"
+            raise OutputsError(f"stack outputs in {name} are not usable JSON ({detail})") from error
 
 
 class OutputsError(Exception):

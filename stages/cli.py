@@ -24,18 +24,20 @@ from components.contract import OutputsError, StackOutputs
 from stages import targets
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
+from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.archive.cli import configure_parser as configure_archive_parser
 from stages.archive.cli import run as run_archive
 from stages.archive.layout import ArchiveLocation
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import REPORT_FILE, write_report
 from stages.core.results import ProfileResults
-from stages.errors import EXIT_INTERRUPTED, EXIT_USAGE, StageError, exit_status_help
+from stages.errors import EXIT_INTERRUPTED, EXIT_USAGE, StageError, UsageError, exit_status_help
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.local.run import LocalTools
 from stages.options import (
     add_cluster_arguments,
     add_perf_cluster_arguments,
+    add_seconds_argument,
     add_workload_arguments,
     cluster_options,
     workload_from_args,
@@ -48,8 +50,15 @@ PERF_MODEL_WAIT_SECONDS = 600.0
 Handler = Callable[[argparse.Namespace, LocalTools | None], int]
 
 
+ARCHIVE_OPTIONS = {
+    "bucket": "--archive-bucket", "prefix": "--archive-prefix", "endpoint_url": "--archive-endpoint",
+}  # fmt: skip
+"""The archive location's fields and the options of `report` and `ab` that set them."""
+
+
 def load_outputs(source: str) -> StackOutputs:
-    """`-` reads stdin (`pulumi stack output --json | ...`), anything else is a path."""
+    """`-` reads stdin (`pulumi stack output --json | ...`), anything else is a path; what the
+    contract refuses is an `OutputsError`, which `main` reports as bad usage."""
     return StackOutputs.load(sys.stdin if source == "-" else Path(source))
 
 
@@ -83,18 +92,37 @@ def _report(args: argparse.Namespace, local: LocalTools | None) -> int:
     if args.archive_bucket:
         first, second = _archived_results(args)
     else:
-        first, second = (ProfileResults.load(Path(p)) for p in args.results)
-    markdown = write_report(first, second, args.out)
+        first, second = (_load_results(Path(p)) for p in args.results)
+    try:
+        markdown = write_report(first, second, args.out)
+    except OSError as error:
+        raise UsageError(f"--out {args.out}: cannot write the report ({error.strerror})") from None
     print(markdown)
     print(f"report written to {args.out / REPORT_FILE}", file=sys.stderr)
     return 0
 
 
+def _load_results(path: Path) -> ProfileResults:
+    try:
+        return ProfileResults.load(path)
+    except OSError as error:  # a directory, an unreadable file (a missing one is a ResultsError)
+        reason = error.strerror or type(error).__name__
+        raise UsageError(f"--results {path} cannot be read ({reason})") from None
+
+
+def _archive_location(args: argparse.Namespace) -> ArchiveLocation:
+    """The archive `report` and `ab` read and write; a refused option is bad usage."""
+    return archive_location(
+        ARCHIVE_OPTIONS,
+        bucket=args.archive_bucket,
+        prefix=args.archive_prefix,
+        endpoint_url=args.archive_endpoint,
+    )
+
+
 def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, ProfileResults]:
     """The two stacks' perf results from the archive; `sources.json` records which runs."""
-    location = ArchiveLocation(
-        bucket=args.archive_bucket, prefix=args.archive_prefix, endpoint_url=args.archive_endpoint
-    )
+    location = _archive_location(args)
     with tempfile.TemporaryDirectory(prefix="report-archive-") as work_dir:
         pair = fetch_pair(location, args.stacks, args.run_ids, Path(work_dir))
     for item in pair:
@@ -110,13 +138,15 @@ def _archive(args: argparse.Namespace, local: LocalTools | None) -> int:
 def _stage_parser(
     stages: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
 ) -> argparse.ArgumentParser:
-    return stages.add_parser(
+    parser = stages.add_parser(
         name,
         help=summary,
         description=summary,
         epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.set_defaults(stage_parser=parser)
+    return parser
 
 
 def _outputs_argument(parser: argparse.ArgumentParser) -> None:
@@ -126,8 +156,8 @@ def _outputs_argument(parser: argparse.ArgumentParser) -> None:
 def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _stage_parser(stages, "smoke", "one question about a synthetic video must be answered")
     _outputs_argument(parser)
-    parser.add_argument("--wait-seconds", type=float, default=SMOKE_MODEL_WAIT_SECONDS,
-                        help="how long to wait for /v1/models to list the model (default 60)")  # fmt: skip
+    add_seconds_argument(parser, "--wait-seconds", default=SMOKE_MODEL_WAIT_SECONDS,
+                         help="how long to wait for /v1/models to list the model (default 60)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true",
                         help="print the program's config (lab) or the manifests (cluster); send nothing")  # fmt: skip
     add_cluster_arguments(parser, default_timeout="900")
@@ -140,8 +170,8 @@ def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser.add_argument(
         "--out", type=Path, help=f"artifacts directory (default {DEFAULT_PERF_DIR}/<profile>)"
     )
-    parser.add_argument("--wait-seconds", type=float, default=PERF_MODEL_WAIT_SECONDS,
-                        help="how long the program waits for /v1/models (default 600)")  # fmt: skip
+    add_seconds_argument(parser, "--wait-seconds", default=PERF_MODEL_WAIT_SECONDS,
+                         help="how long the program waits for /v1/models (default 600)")  # fmt: skip
     parser.add_argument("--dry-run", action="store_true",
                         help="print the AIPerf commands (lab) or the manifests (cluster); run nothing")  # fmt: skip
     add_workload_arguments(parser)
@@ -157,9 +187,9 @@ def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     source.add_argument("--archive-bucket", metavar="BUCKET",
                         help="read both profiles' perf runs from this S3 archive instead")  # fmt: skip
     archive = parser.add_argument_group("from the archive (credentials: the AWS environment)")
-    archive.add_argument("--stacks", nargs=2, metavar="STACK",
+    archive.add_argument("--stacks", nargs=2, metavar="STACK", type=segment,
                          help="the two stacks whose perf runs to compare")  # fmt: skip
-    archive.add_argument("--run-ids", nargs=2, metavar="RUN_ID",
+    archive.add_argument("--run-ids", nargs=2, metavar="RUN_ID", type=segment,
                          help="one run id per stack (default: each stack's latest perf run)")  # fmt: skip
     archive.add_argument("--archive-endpoint", metavar="URL",
                          help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3 / AWS)")  # fmt: skip
@@ -168,7 +198,7 @@ def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument(
         "--out", type=Path, required=True, help="directory for report.md and the chart"
     )
-    parser.set_defaults(handler=_report, report_parser=parser)
+    parser.set_defaults(handler=_report)
 
 
 def _add_ab(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -201,20 +231,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _check_report_arguments(args: argparse.Namespace) -> None:
+def _check_arguments(args: argparse.Namespace) -> None:
+    """What the parser cannot check option by option: report's combinations, and the archive
+    location of `report` and `ab` (checked before anything runs)."""
     if args.stage == "report" and args.archive_bucket and not args.stacks:
-        args.report_parser.error("--archive-bucket needs --stacks STACK STACK")
+        args.stage_parser.error("--archive-bucket needs --stacks STACK STACK")
     if args.stage == "report" and not args.archive_bucket and (args.stacks or args.run_ids):
-        args.report_parser.error(
+        args.stage_parser.error(
             "--stacks and --run-ids read from the archive: add --archive-bucket"
         )
+    if args.stage in {"report", "ab"} and args.archive_bucket is not None:
+        try:
+            _archive_location(args)
+        except ArchiveUsageError as error:
+            args.stage_parser.error(str(error))
 
 
 def main(argv: Sequence[str] | None = None, local: LocalTools | None = None) -> int:
     """Run one stage; returns its exit status. `local`: the tools of a graph on this machine
     (the lab passes them; without them, outputs with `target: lab` are refused)."""
     args = build_parser().parse_args(argv)
-    _check_report_arguments(args)
+    _check_arguments(args)
     label = "smoke test" if args.stage == "smoke" else args.stage
     handler: Handler = args.handler
     try:

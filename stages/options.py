@@ -1,25 +1,104 @@
-"""Command-line options the stage commands share: the workload, and how to reach a cluster."""
+"""Command-line options the stage commands share: the workload, and how to reach a cluster.
+
+Every value is checked when the command line is parsed: a bad one is an argparse error (exit
+status 2) that names the option, before anything runs.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
-from stages.cluster.pod_template import POD_IMAGE
+from pydantic import ValidationError
+
+from stages.cluster.manifests import RUN_ID_REQUIREMENT, check_run_id
+from stages.cluster.pod_template import POD_IMAGE, check_pip_index_url
 from stages.cluster.run import CLUSTER_TOKENIZER, ClusterOptions
 from stages.core.workload import PerfWorkload
+from stages.errors import UsageError
 
-WORKLOAD_FIELDS = (
-    "videos", "questions", "output_tokens", "concurrencies", "prefix_tokens", "turn_jitter_ms",
-    "seed",
-)  # fmt: skip
+WORKLOAD_OPTIONS = {
+    "videos": "--videos", "questions": "--questions", "output_tokens": "--output-tokens",
+    "concurrencies": "--concurrency", "prefix_tokens": "--prefix-tokens",
+    "turn_jitter_ms": "--turn-jitter-ms", "seed": "--seed",
+}  # fmt: skip
+"""Each workload field and the option that sets it (what an error about the field names)."""
+WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
+CONCURRENCY_EXAMPLE = "1,2,4,8,16"
 
 
-def _concurrency_list(text: str) -> tuple[int, ...]:
-    try:
-        return tuple(int(part) for part in text.split(","))
-    except ValueError as error:
-        raise argparse.ArgumentTypeError(f"expected e.g. 1,2,4,8,16, got {text!r}") from error
+def _shown(text: str) -> str:
+    """A bad value as an error shows it: quoted, and cut short if it is long."""
+    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+
+
+class _Checked(argparse.Action):
+    """An option whose value `check` parses; a ValueError becomes the parser's error
+    `--option must be <requirement>, got '<value>'` (exit status 2). A `secret` option's value
+    is never shown (a URL may carry a password)."""
+
+    def __init__(
+        self,
+        *args: Any,
+        check: Callable[[str], Any],
+        requirement: str,
+        secret: bool = False,
+        **kw: Any,
+    ) -> None:
+        super().__init__(*args, **kw)
+        self.check = check
+        self.requirement = requirement
+        self.secret = secret
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        text = str(values)
+        try:
+            value = self.check(text)
+        except ValueError:
+            got = "" if self.secret else f", got {_shown(text)}"
+            parser.error(f"{self.option_strings[0]} must be {self.requirement}{got}")
+        setattr(namespace, self.dest, value)
+
+
+def _integer(minimum: int | None) -> Callable[[str], int]:
+    def check(text: str) -> int:
+        value = int(text)  # ValueError for anything else, or for more than 4300 digits
+        if not text.isascii() or (minimum is not None and value < minimum):
+            raise ValueError(text)
+        return value
+
+    return check
+
+
+def _concurrencies(text: str) -> tuple[int, ...]:
+    levels = tuple(int(part) for part in text.split(","))
+    if not text.isascii() or any(level < 1 for level in levels) or len(set(levels)) != len(levels):
+        raise ValueError(text)
+    return levels
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(text)
+    return value
+
+
+def add_seconds_argument(
+    group: argparse.ArgumentParser | argparse._ArgumentGroup, *names: str, **kw: Any
+) -> None:
+    """A duration option: a finite number of seconds, 0 or more."""
+    group.add_argument(*names, action=_Checked, check=_seconds,
+                       requirement="a number of seconds (0 or more)", **kw)  # fmt: skip
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,26 +108,49 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--recipe-sizes", action="store_true",
                        help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16")  # fmt: skip
-    group.add_argument("--videos", type=int, help="videos (sessions) per concurrency level")
-    group.add_argument("--questions", type=int, help="questions (requests) per video")
-    group.add_argument("--output-tokens", type=int, help="exact output tokens per request")
-    group.add_argument("--concurrency", type=_concurrency_list, dest="concurrencies",
-                       help="comma-separated levels, e.g. 1,2,4,8,16")  # fmt: skip
-    group.add_argument("--prefix-tokens", type=int, help="lab: tokens of a video's text stand-in")
-    group.add_argument("--turn-jitter-ms", type=int,
+    positive: dict[str, Any] = {
+        "action": _Checked, "check": _integer(1), "requirement": "a positive integer"
+    }  # fmt: skip
+    group.add_argument("--videos", help="videos (sessions) per concurrency level", **positive)
+    group.add_argument("--questions", help="questions (requests) per video", **positive)
+    group.add_argument("--output-tokens", help="exact output tokens per request", **positive)
+    group.add_argument("--concurrency", dest="concurrencies", action=_Checked, metavar="LEVELS",
+                       check=_concurrencies,
+                       requirement=f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}",
+                       help=f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}")  # fmt: skip
+    group.add_argument("--prefix-tokens", help="lab: tokens of a video's text stand-in", **positive)
+    group.add_argument("--turn-jitter-ms", action=_Checked, check=_integer(0),
+                       requirement="an integer of 0 or more",
                        help="random pause (0..N ms) before each follow-up question")  # fmt: skip
-    group.add_argument("--seed", type=int, help="random seed for datasets and AIPerf")
+    group.add_argument("--seed", action=_Checked, check=_integer(None),
+                       requirement="an integer", help="random seed for datasets and AIPerf")  # fmt: skip
 
 
 def workload_from_args(
     args: argparse.Namespace, default: PerfWorkload, recipe: PerfWorkload
 ) -> PerfWorkload:
-    """The workload the options describe, on top of `default` (or `recipe` with --recipe-sizes)."""
+    """The workload the options describe, on top of `default` (or `recipe` with --recipe-sizes).
+
+    A workload the model refuses is a UsageError naming the options (the parser checks each
+    value, so this only happens when a caller builds the namespace itself)."""
     base = recipe if args.recipe_sizes else default
     overrides = {
         name: getattr(args, name) for name in WORKLOAD_FIELDS if getattr(args, name) is not None
     }
-    return PerfWorkload.model_validate(base.model_dump() | overrides)
+    try:
+        return PerfWorkload.model_validate(base.model_dump() | overrides)
+    except ValidationError as error:
+        raise UsageError(workload_problems(error)) from None
+
+
+def workload_problems(error: ValidationError) -> str:
+    """`--videos: Input should be greater than 0; ...`: each problem with its option, no value."""
+    problems = []
+    for problem in error.errors():
+        field = str(problem["loc"][0]) if problem["loc"] else ""
+        option = WORKLOAD_OPTIONS.get(field, field or "the workload")
+        problems.append(f"{option}: {problem['msg']}")
+    return "the workload is refused: " + "; ".join(problems)
 
 
 def add_cluster_arguments(
@@ -58,15 +160,20 @@ def add_cluster_arguments(
     group.add_argument("--kubeconfig", type=Path,
                        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")  # fmt: skip
     group.add_argument("--context", help="kubeconfig context (default: the outputs' kubeContext)")
-    group.add_argument("--timeout", type=float,
-                       help=f"seconds for the whole Job, from submission (default {default_timeout})")  # fmt: skip
-    group.add_argument("--start-timeout", type=float, default=600.0,
-                       help="seconds for the Job's pod to start (default 600)")  # fmt: skip
+    add_seconds_argument(group, "--timeout",
+                         help=f"seconds for the whole Job, from submission (default {default_timeout})")  # fmt: skip
+    add_seconds_argument(group, "--start-timeout", default=600.0,
+                         help="seconds for the Job's pod to start (default 600)")  # fmt: skip
     group.add_argument("--image", default=POD_IMAGE,
                        help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})")  # fmt: skip
-    group.add_argument("--pip-index-url", help="a PyPI mirror for the pod's pip (default: PyPI)")
+    group.add_argument("--pip-index-url", action=_Checked, check=check_pip_index_url,
+                       requirement="an http:// or https:// URL with a host", secret=True,
+                       metavar="URL",
+                       help="a PyPI mirror for the pod's pip (default: PyPI); a URL with "
+                       "user:password@ reaches the pod through a Secret")  # fmt: skip
     if job_run_id:  # the A/B has a --run-id of its own, and gives each Job a fresh label value
-        group.add_argument("--run-id", dest="job_run_id",
+        group.add_argument("--run-id", dest="job_run_id", action=_Checked, metavar="RUN_ID",
+                           check=check_run_id, requirement=RUN_ID_REQUIREMENT,
                            help="label value tying the Job, pod and Service of one run")  # fmt: skip
     return group
 

@@ -37,7 +37,7 @@ from typing import Any
 from pulumi import RunError
 
 from tools.mock_engine import ProgramRun, Registered
-from tools.offline import run_program, shared_layer_outputs
+from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.render import kind_rank, parse_set
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
@@ -130,7 +130,7 @@ def adopt(
     include_job: bool = False,
 ) -> dict[str, Any]:
     asyncio.set_event_loop(asyncio.new_event_loop())
-    layer = shared_layer_outputs()
+    layer = shared_layer_outputs(layer_stack=shared_stack_name(stack, overrides))
     if shared_outputs is not None:
         layer = {name: shared_outputs for name in layer}
     run = run_program(stack, overrides, secrets=placeholder_secrets(stack), stack_outputs=layer)

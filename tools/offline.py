@@ -23,6 +23,7 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.stack import massage
 
+from components.settings import qualified_stack_name
 from tools.mock_engine import CapturingMonitor, ProgramRun, RecordingMocks
 from tools.stack_files import (
     ORGANIZATION,
@@ -108,13 +109,26 @@ def _record_exports(
     run.secret_exports.update(key for key, secret in secret_flags.items() if secret)
 
 
+def shared_stack_name(
+    stack: str, overrides: dict[str, Any] | None = None, organization: str = ORGANIZATION
+) -> str:
+    """The shared layer's stack that `stack` reads (its `sharedStack`, after `overrides`),
+    qualified as the program qualifies it (`<org>/<project>/<name>` for a short name); the
+    shipped shared stack for a stack that reads none."""
+    configured = cli_config(stack, overrides).get(qualified("sharedStack")) or SHARED_STACK
+    return qualified_stack_name(configured, organization, PROJECT)
+
+
 def shared_layer_outputs(
     namespace: str = PROJECT,
     pull_secret: str | None = None,
+    *,
+    layer_stack: str = SHARED_STACK,
     **replaced: Any,
 ) -> dict[str, dict[str, Any]]:
     """What the shipped shared stack's outputs are in the engine (no key for a None value), for
-    the profile stacks' StackReference; `replaced` sets (or, with None, removes) keys."""
+    the profile stacks' StackReference, served under `layer_stack` (the qualified name the
+    program asks for: `shared_stack_name`); `replaced` sets (or, with None, removes) keys."""
     stored: dict[str, Any] = {
         "namespace": namespace,
         "modelCacheClaim": "shared-model-cache",
@@ -123,4 +137,4 @@ def shared_layer_outputs(
         "workerImage": declared_config()["workerImage"]["default"],
         "modelCacheReady": True,
     } | replaced
-    return {SHARED_STACK: {key: value for key, value in stored.items() if value is not None}}
+    return {layer_stack: {key: value for key, value in stored.items() if value is not None}}

@@ -21,7 +21,7 @@ import yaml
 from pulumi import RunError
 
 from tools.mock_engine import ProgramRun, mask_secrets
-from tools.offline import run_program, shared_layer_outputs
+from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
@@ -30,11 +30,11 @@ KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGrap
 def render_stack(
     stack: str, overrides: dict[str, Any]
 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The objects (secrets masked, in apply order) and the outputs of one stack."""
+    """The objects (secrets masked, in apply order) and the outputs of one stack; a profile
+    stack reads the shipped shared layer's outputs under the `sharedStack` it names."""
     asyncio.set_event_loop(asyncio.new_event_loop())
-    run = run_program(
-        stack, overrides, secrets=placeholder_secrets(stack), stack_outputs=shared_layer_outputs()
-    )
+    layer = shared_layer_outputs(layer_stack=shared_stack_name(stack, overrides))
+    run = run_program(stack, overrides, secrets=placeholder_secrets(stack), stack_outputs=layer)
     return rendered_objects(run), run.exports
 
 

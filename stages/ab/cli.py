@@ -24,6 +24,7 @@ from stages.ab.target import AbTarget
 from stages.archive import ArchiveLocation, current_commit
 from stages.archive.layout import DEFAULT_PREFIX
 from stages.archive.records import new_run_id
+from stages.cluster.run import check_cluster_workload
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED
 from stages.options import (
@@ -111,7 +112,9 @@ def run(args: argparse.Namespace) -> int:
     archive = ArchiveLocation(
         bucket=args.archive_bucket, prefix=args.archive_prefix, endpoint_url=args.archive_endpoint
     )
-    return finish(target, ab_run(args, archive))
+    ab = ab_run(args, archive)
+    check_cluster_workload(ab.workload)  # before any stack is brought up
+    return finish(target, ab)
 
 
 def finish(target: AbTarget, ab: AbRun) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 
@@ -43,6 +43,24 @@ class ArchiveUsageError(ArchiveError):
     """Arguments that cannot work together: nothing was done."""
 
     exit_status = EXIT_USAGE
+
+
+BUCKET_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]")  # S3's, 3 to 63
+
+
+def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLocation:
+    """The location the options give, or an ArchiveUsageError (exit status 2) naming the option
+    of each refused value (`options`: field -> option, else `--<field>`); it never shows an
+    endpoint (a URL may carry credentials)."""
+    named = {f: f"--{f.replace('_', '-')}" for f in ArchiveLocation.model_fields} | dict(options)
+    if not BUCKET_PATTERN.fullmatch(str(fields.get("bucket"))):
+        raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: 3 to 63 letters, "
+                                "digits, `.`, `_`, `-`, starting and ending with a letter or digit")  # fmt: skip
+    try:
+        return ArchiveLocation.model_validate(fields)
+    except ValidationError as error:
+        found = [f"{named.get(str((*p['loc'], '')[0]), '')}: {p['msg']}" for p in error.errors()]
+        raise ArchiveUsageError("; ".join(found)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -87,7 +105,7 @@ def _failed(args: argparse.Namespace, error: Exception, status: int) -> int:
     return status
 
 
-def _segment(value: str) -> str:
+def segment(value: str) -> str:
     """A stack name or run id: one key segment, so that it cannot reach into another run."""
     if not re.fullmatch(SEGMENT_PATTERN, value):
         raise argparse.ArgumentTypeError(
@@ -126,12 +144,12 @@ def _store_options() -> argparse.ArgumentParser:
 
 
 def _add_push_arguments(push: argparse.ArgumentParser) -> None:
-    push.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    push.add_argument("--stack", required=True, type=segment, help="Pulumi stack (short name)")
     push.add_argument("--outputs", required=True, type=Path,
                       help="stack outputs JSON the stage ran against (`pulumi stack output --json`)")  # fmt: skip
     push.add_argument("--stage", required=True, choices=STAGES)
     push.add_argument("--dir", required=True, type=Path, help="result directory to store")
-    push.add_argument("--run-id", type=_segment,
+    push.add_argument("--run-id", type=segment,
                       help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)")  # fmt: skip
     push.add_argument("--commit", help="git commit (default: `git rev-parse HEAD`)")
     mode = push.add_mutually_exclusive_group()
@@ -143,30 +161,30 @@ def _add_push_arguments(push: argparse.ArgumentParser) -> None:
 
 
 def _add_list_arguments(listing: argparse.ArgumentParser) -> None:
-    listing.add_argument("--stack", type=_segment, help="only this stack")
+    listing.add_argument("--stack", type=segment, help="only this stack")
     listing.add_argument("--profile", choices=PROFILES)
     listing.add_argument("--stage", choices=STAGES)
 
 
 def _add_pull_arguments(pull: argparse.ArgumentParser) -> None:
-    pull.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    pull.add_argument("--stack", required=True, type=segment, help="Pulumi stack (short name)")
     pull.add_argument("--profile", required=True, choices=PROFILES)
     pull.add_argument("--stage", default=Stage.PERF.value, choices=STAGES)
     which = pull.add_mutually_exclusive_group(required=True)
-    which.add_argument("--run-id", type=_segment, help="the run to download")
+    which.add_argument("--run-id", type=segment, help="the run to download")
     which.add_argument("--latest", action="store_true", help="the newest run")
     pull.add_argument("--dest", required=True, type=Path,
                       help="new or empty directory for the files")  # fmt: skip
 
 
 def _add_incomplete_arguments(incomplete: argparse.ArgumentParser) -> None:
-    incomplete.add_argument("--stack", type=_segment, help="only this stack")
+    incomplete.add_argument("--stack", type=segment, help="only this stack")
 
 
 def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
-    clean.add_argument("--stack", required=True, type=_segment, help="Pulumi stack (short name)")
+    clean.add_argument("--stack", required=True, type=segment, help="Pulumi stack (short name)")
     clean.add_argument("--profile", required=True, choices=PROFILES)
-    clean.add_argument("--run-id", required=True, type=_segment, help="the incomplete run")
+    clean.add_argument("--run-id", required=True, type=segment, help="the incomplete run")
     clean.add_argument("--stage", required=True, choices=STAGES)
     clean.add_argument("--older-than", type=_minutes, default=DEFAULT_MIN_AGE, metavar="MINUTES",
                        help="only if nothing of the run was written in the last MINUTES, since "
@@ -175,7 +193,8 @@ def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
 
 
 def _location(args: argparse.Namespace) -> ArchiveLocation:
-    return ArchiveLocation(
+    return archive_location(
+        {},
         bucket=args.bucket,
         prefix=args.prefix,
         endpoint_url=args.endpoint_url,

@@ -15,6 +15,10 @@ _SECRET_PATTERNS = {
     "a private key": re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
     "an AWS access key id": re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
     "an NGC API key": re.compile(rb"\bnvapi-[A-Za-z0-9_-]{20,}"),
+    # scheme://user:password@host, but not one whose password pip masked (user:****@host).
+    "a URL with embedded credentials": re.compile(
+        rb"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:\"'<>]+:(?![*]+@)[^\s/?#@\"'<>]+@[^\s/?#@]"
+    ),
 }
 _SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
 _MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything

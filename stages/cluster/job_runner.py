@@ -4,9 +4,11 @@ The lifecycle is the same for smoke and perf; what the log means is decided by t
 (`stages.core.verdicts`). Everything goes through the `ClusterApi` seam, with the clock and sleep
 injectable (`Timer`), so the whole lifecycle is tested against a fake API without a cluster.
 
-- Replace: a re-run deletes the previous Job (foreground, so its pods go first), Service and
-  ConfigMap, waits until they are gone, then creates the new ones. The previous run's pod can
-  therefore never answer the new run's media Service or be mistaken for the new pod.
+- Replace: a re-run deletes the previous Job (foreground, so its pods go first), Service,
+  ConfigMap and pip Secret (when this run has one), waits until they are gone, then creates the
+  new ones in order (the Secret and ConfigMap before the Job whose pod reads them). The previous
+  run's pod can therefore never answer the new run's media Service or be mistaken for the new
+  pod.
 - Wait: poll the Job and its pod every few seconds, printing a line whenever the pod's state
   changes (pending reasons such as ImagePullBackOff or Unschedulable included) and a heartbeat
   while nothing does; print the pod's new log lines as they appear (exports hidden).

@@ -54,6 +54,7 @@ class KubernetesApi:
     def create(self, manifest: Manifest) -> None:
         kind, name = manifest["kind"], manifest["metadata"]["name"]
         create = {
+            "Secret": self.core.create_namespaced_secret,
             "ConfigMap": self.core.create_namespaced_config_map,
             "Service": self.core.create_namespaced_service,
             "Job": self.batch.create_namespaced_job,
@@ -62,6 +63,7 @@ class KubernetesApi:
 
     def delete(self, kind: str, name: str) -> None:
         delete = {
+            "Secret": self.core.delete_namespaced_secret,
             "ConfigMap": self.core.delete_namespaced_config_map,
             "Service": self.core.delete_namespaced_service,
             "Job": self.batch.delete_namespaced_job,
@@ -74,6 +76,7 @@ class KubernetesApi:
 
     def exists(self, kind: str, name: str) -> bool:
         read = {
+            "Secret": self.core.read_namespaced_secret,
             "ConfigMap": self.core.read_namespaced_config_map,
             "Service": self.core.read_namespaced_service,
             "Job": self.batch.read_namespaced_job,
@@ -134,7 +137,11 @@ class KubernetesApi:
         except ApiException as error:
             if error.status in tolerated:
                 return None
-            raise ClusterUnreachable(explain_api_error(action, self.namespace, error)) from None
+            # A refused Secret's body could echo what it holds: never shown.
+            secret = " Secret " in f" {action} "
+            raise ClusterUnreachable(
+                explain_api_error(action, self.namespace, error, show_body=not secret)
+            ) from None
         except HTTPError as error:
             raise ClusterUnreachable(
                 f"cannot reach the Kubernetes API to {action}: {error}"
@@ -147,13 +154,14 @@ REQUEST_TIMEOUT_SECONDS = 60
 """One API request's limit: the waits are the runner's, a hung connection must not be one."""
 
 
-def explain_api_error(action: str, namespace: str, error: Any) -> str:
+def explain_api_error(action: str, namespace: str, error: Any, show_body: bool = True) -> str:
     """A refusal in words a pipeline log reader can act on (never the request's credentials)."""
     status, reason = getattr(error, "status", None), getattr(error, "reason", "")
     hints = {
         401: "the kubeconfig's credentials were rejected (expired token?)",
         403: f"the kubeconfig's user may not do this in namespace {namespace} (RBAC): it needs "
-        "create/delete/get on jobs, services and configmaps, and get/list on pods and pods/log",
+        "create/delete/get on jobs, services and configmaps (and secrets, for a --pip-index-url "
+        "with credentials), and get/list on pods and pods/log",
         404: f"namespace {namespace} (or the object) does not exist",
         409: "the object is still being deleted, or exists already",
         422: "the API server rejected the manifest",
@@ -163,7 +171,7 @@ def explain_api_error(action: str, namespace: str, error: Any) -> str:
     return (
         f"{action} in {namespace}: HTTP {status} {reason}"
         + (f": {hint}" if hint else "")
-        + (f" ({body})" if body and status == 422 else "")
+        + (f" ({body})" if body and status == 422 and show_body else "")
     )
 
 

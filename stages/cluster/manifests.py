@@ -1,6 +1,7 @@
 """The cluster's smoke and perf Jobs as plain Kubernetes objects: pure builders, no client.
 
-Each stage submits three objects into the stack's namespace:
+Each stage submits three objects into the stack's namespace (four with a pip index URL that
+carries credentials: first a Secret `<job>-pip` holding it, `stages.cluster.pod_template`):
 
 - a ConfigMap with what the pod runs: the pod program (`stages/incluster/`, mounted at the same
   relative paths under /config) and its config or plan (`stages.core.pod_plans`, the builders the
@@ -35,6 +36,8 @@ from stages.cluster.pod_template import (
     Manifest,
     entry_script,
     job,
+    pip_secret,
+    pip_secret_name,
 )
 from stages.core.aiperf import AIPERF_VERSION
 from stages.core.pod_plans import (
@@ -47,6 +50,7 @@ from stages.core.pod_plans import (
     smoke_pod_config,
 )
 from stages.core.workload import PerfWorkload, VideoUrl
+from stages.errors import UsageError
 from stages.incluster import perf_pod, smoke_pod
 
 AIPERF_LOCK = Path(__file__).resolve().parent.parent / "requirements-aiperf.lock"
@@ -59,6 +63,8 @@ RUN_ID_LABEL = f"{names.APP}/run-id"
 """On the pod and in the media Service's selector: the Service only ever reaches this run's pod."""
 CONFIG_MAP_LIMIT_BYTES = 900 * 1024
 """The API server refuses ConfigMaps over 1 MiB; keep a margin."""
+MASK = "<secret>"
+"""What a Secret's values read in the YAML of a dry run and in `manifests.yaml`."""
 
 SMOKE = JobShape(
     SMOKE_JOB,
@@ -159,7 +165,9 @@ def _objects(
     items = [{"key": PurePosixPath(path).name, "path": path} for path in sorted(files)]
     metadata = _metadata(shape.job, shape, outputs)
     labels_of_pod = pod_labels(shape.component, outputs, settings.run_id)
+    secret = pip_secret(settings, _metadata(pip_secret_name(shape.job), shape, outputs))
     return [
+        *([secret] if secret else []),
         _config_map(shape, outputs, files),
         _media_service(shape, outputs, settings.run_id),
         job(shape, settings, script, items, metadata, labels_of_pod),
@@ -190,9 +198,10 @@ def _config_map(shape: JobShape, outputs: StackOutputs, files: dict[str, bytes])
     """Text files as `data`, the gzipped plan as `binaryData`, each under its file name."""
     size = sum(len(content) for content in files.values())
     if size > CONFIG_MAP_LIMIT_BYTES:
-        raise ValueError(
+        raise UsageError(
             f"the {shape.component} ConfigMap would hold {size} bytes, over "
-            f"{CONFIG_MAP_LIMIT_BYTES}: reduce the workload (videos x questions x levels)"
+            f"{CONFIG_MAP_LIMIT_BYTES}: reduce the workload (--videos x --questions x the "
+            "--concurrency levels)"
         )
     names_of = {path: PurePosixPath(path).name for path in files}
     binary = {path for path in files if path.endswith(".gz")}
@@ -255,12 +264,30 @@ _BlockDumper.add_representer(str, _represent_str)
 
 
 def to_yaml(manifests: list[Manifest]) -> str:
-    """The objects as one multi-document YAML stream, in submission order."""
-    return yaml.dump_all(manifests, Dumper=_BlockDumper, sort_keys=False, width=100)
+    """The objects as one multi-document YAML stream, in submission order, every Secret value
+    masked: this is what a dry run prints and what `manifests.yaml` keeps."""
+    return yaml.dump_all(
+        [masked(m) for m in manifests], Dumper=_BlockDumper, sort_keys=False, width=100
+    )
+
+
+def masked(manifest: Manifest) -> Manifest:
+    """The object with each Secret value replaced by `<secret>` (anything else unchanged)."""
+    if manifest.get("kind") != "Secret":
+        return manifest
+    fields = {
+        f: {key: MASK for key in manifest[f]} for f in ("data", "stringData") if f in manifest
+    }
+    return manifest | fields
+
+
+# --- checks -------------------------------------------------------------------------------------
+
+RUN_ID_REQUIREMENT = "a Kubernetes label value (letters, digits, `.`, `_`, `-`; 63 at most)"
 
 
 def check_run_id(run_id: str) -> str:
     """A run id must be a label value (it selects the run's pod): returns it or raises."""
     if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?", run_id):
-        raise ValueError(f"run id {run_id!r} is not a Kubernetes label value")
+        raise ValueError(f"run id {run_id!r} is not {RUN_ID_REQUIREMENT}")
     return run_id

@@ -8,9 +8,10 @@ runs. The program itself runs with the image's bare Python from /config.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
 from stages.core.pod_plans import MEDIA_PORT, POD_ROOT, PlanSettings
 
@@ -26,6 +27,7 @@ CONFIG_DIR = PurePosixPath("/config")
 MEDIA_PORT_NAME = "media"
 JOB_TTL_SECONDS = 7 * 24 * 3600
 """A finished Job (and its log) stays a week for `kubectl logs`, unless a re-run replaces it."""
+PIP_INDEX_URL = "PIP_INDEX_URL"
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,7 @@ class JobSettings:
     plan: PlanSettings
     image: str = POD_IMAGE
     deadline_seconds: int = 3600
-    pip_index_url: str | None = None
+    pip_index_url: str | None = field(default=None, repr=False)  # may carry a password
 
 
 @dataclass(frozen=True)
@@ -78,8 +80,49 @@ def entry_script(what: str, pip_args: list[str], program: str, failed: str) -> s
     return "\n".join(lines) + "\n"
 
 
-def _environment(settings: JobSettings) -> list[dict[str, str]]:
-    """Every cache and home under /tmp (the only writable path); no secret, nothing from a Secret."""
+def check_pip_index_url(url: str) -> str:
+    """`--pip-index-url`: an http(s) URL with a host; returns it or raises ValueError (whose
+    message never holds the URL: it may carry a password)."""
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        raise ValueError("not a URL") from None
+    if parts.scheme not in {"http", "https"} or not host or not url.isprintable() or " " in url:
+        raise ValueError("not an http:// or https:// URL with a host")
+    return url
+
+
+def has_credentials(url: str) -> bool:
+    """A URL with a user-info part (`user:password@`, or a token as the user) carries a secret."""
+    try:
+        return "@" in urlsplit(url).netloc
+    except ValueError:
+        return "@" in url
+
+
+def pip_secret_name(job: str) -> str:
+    return f"{job}-pip"
+
+
+def pip_secret(settings: JobSettings, metadata: Manifest) -> Manifest | None:
+    """The Secret `<job>-pip` holding a --pip-index-url with credentials (None without them):
+    the pod reads it through `valueFrom.secretKeyRef`, never as plain env."""
+    url = settings.pip_index_url
+    if not url or not has_credentials(url):
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": metadata,
+        "type": "Opaque",
+        "stringData": {PIP_INDEX_URL: url},
+    }
+
+
+def _environment(shape: JobShape, settings: JobSettings) -> list[dict[str, Any]]:
+    """Every cache and home under /tmp (the only writable path); a pip index URL with credentials
+    comes from the stage's Secret, nothing else is secret."""
     cache = POD_ROOT / "cache"
     env = {
         "HOME": str(POD_ROOT / "home"),
@@ -94,9 +137,14 @@ def _environment(settings: JobSettings) -> list[dict[str, str]]:
         "PYTHONUNBUFFERED": "1",
         "PYTHONDONTWRITEBYTECODE": "1",
     }
-    if settings.pip_index_url:
-        env["PIP_INDEX_URL"] = settings.pip_index_url
-    return [{"name": name, "value": value} for name, value in env.items()]
+    plain: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in env.items()]
+    url = settings.pip_index_url
+    if url and has_credentials(url):
+        ref = {"name": pip_secret_name(shape.job), "key": PIP_INDEX_URL}
+        plain.append({"name": PIP_INDEX_URL, "valueFrom": {"secretKeyRef": ref}})
+    elif url:
+        plain.append({"name": PIP_INDEX_URL, "value": url})
+    return plain
 
 
 def _container(shape: JobShape, settings: JobSettings, script: str) -> Manifest:
@@ -106,7 +154,7 @@ def _container(shape: JobShape, settings: JobSettings, script: str) -> Manifest:
         "imagePullPolicy": "IfNotPresent",
         "command": ["/bin/sh", "-c"],
         "args": [script],
-        "env": _environment(settings),
+        "env": _environment(shape, settings),
         "ports": [{"name": MEDIA_PORT_NAME, "containerPort": MEDIA_PORT, "protocol": "TCP"}],
         "readinessProbe": {
             "httpGet": {"path": "/healthz", "port": MEDIA_PORT_NAME},

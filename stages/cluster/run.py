@@ -8,11 +8,12 @@ does for the lab's local runs. The perf exports land in `<out>/c<N>/aiperf/`, so
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -29,6 +30,7 @@ from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
 from stages.core.pod_plans import PlanSettings
 from stages.core.results import ProfileResults
 from stages.core.verdicts import smoke_verdict, sweep_results
+from stages.core.video import distinct_video_args
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import UsageError
 
@@ -41,6 +43,10 @@ DEADLINE_MARGIN_SECONDS = 300
 first (and deletes the Job); the deadline stops the Job if the stage itself died."""
 POD_LOG_FILE = "pod.log"
 MANIFESTS_FILE = "manifests.yaml"
+MAX_PLAN_REQUESTS = 400_000
+"""More requests than this never fit the perf ConfigMap: a request's dataset line takes more than
+3 bytes gzipped (3.2 at best, measured), so such a plan is refused before it is built (building
+one of millions of lines would take minutes and gigabytes before the size check could say no)."""
 
 CLUSTER_TOKENIZER = "builtin"
 """AIPerf's tiktoken tokenizer (o200k_base). The served model id would make AIPerf look the
@@ -70,7 +76,7 @@ class ClusterOptions:
     start_timeout_seconds: float = 600.0
     poll_seconds: float = 5.0
     image: str = POD_IMAGE
-    pip_index_url: str | None = None
+    pip_index_url: str | None = field(default=None, repr=False)  # may carry a password
     tokenizer: str = CLUSTER_TOKENIZER
     connection_reuse: ConnectionReuse = CLUSTER_CONNECTION_REUSE
     run_id: str | None = None
@@ -92,8 +98,12 @@ class ClusterOptions:
             connection_reuse=self.connection_reuse,
             tokenizer_check=True,
         )
+        try:
+            run_id = manifests.check_run_id(self.run_id or new_run_id())
+        except ValueError as error:
+            raise UsageError(f"--run-id: {error}") from None
         return JobSettings(
-            run_id=manifests.check_run_id(self.run_id or new_run_id()),
+            run_id=run_id,
             plan=plan,
             image=self.image,
             deadline_seconds=int(self.timeout(default_timeout)) + DEADLINE_MARGIN_SECONDS,
@@ -112,7 +122,10 @@ def require_cluster_reachable_frontend(outputs: StackOutputs, stage: str) -> Non
     Inside the pod, 127.0.0.1 or localhost is the pod itself, so the Job could never reach that
     frontend: such outputs are a lab file (or a port-forward) marked `target: cluster` by hand.
     """
-    host = urlsplit(outputs.frontend_url).hostname or ""
+    try:
+        host = urlsplit(outputs.frontend_url).hostname or ""
+    except ValueError as error:  # e.g. an unclosed IPv6 bracket
+        raise UsageError(f"the outputs' frontendUrl is not a URL ({error})") from None
     try:
         loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -188,20 +201,65 @@ def perf_objects(
     options: ClusterOptions,
     model_wait_seconds: float,
 ) -> list[Manifest]:
+    check_cluster_workload(workload)
     settings = options.job_settings(PERF_TIMEOUT_SECONDS, model_wait_seconds)
     return manifests.perf_manifests(outputs, workload, settings)
+
+
+def check_cluster_workload(workload: PerfWorkload) -> None:
+    """Refuse, before anything is built, a sweep the cluster's Job cannot run: more videos than
+    the synthetic video generator makes distinct, or more requests than its ConfigMap holds."""
+    levels = len(workload.concurrencies)
+    sizes = f"--videos {workload.videos} x {levels} --concurrency levels"
+    videos, limit = workload.videos * levels, distinct_video_limit()
+    if videos > limit:
+        raise UsageError(
+            f"the sweep needs {videos} distinct videos ({sizes}: each level has its own), but "
+            f"the synthetic video generator makes at most {limit}: reduce --videos or the levels"
+        )
+    requests = workload.requests_per_level * levels
+    if requests > MAX_PLAN_REQUESTS:
+        raise UsageError(
+            f"the sweep's {requests} requests ({sizes} x --questions {workload.questions}) "
+            f"cannot fit the perf ConfigMap ({MAX_PLAN_REQUESTS} at most, fewer with "
+            "--turn-jitter-ms): reduce --videos, --questions or the levels"
+        )
+
+
+@functools.cache
+def distinct_video_limit() -> int:
+    """How many distinct videos `distinct_video_args` makes (it raises for an index past them)."""
+
+    def makes(count: int) -> bool:
+        try:
+            distinct_video_args("probe.mp4", count - 1)
+        except ValueError:
+            return False
+        return True
+
+    low, high = 0, 1  # makes(low) holds; find the first count it does not
+    while makes(high):
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if makes(middle) else (low, middle)
+    return low
 
 
 def _keep_record(
     outputs: StackOutputs, workload: PerfWorkload, objects: list[Manifest], out_dir: Path
 ) -> None:
-    """What was submitted, and each level's dataset, beside the results (for the archive)."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MANIFESTS_FILE).write_text(manifests.to_yaml(objects))
-    media = VideoUrl(manifests.media_base_url(outputs, PERF_JOB))
-    for concurrency in workload.concurrencies:
-        rows = dataset_rows(workload, concurrency, media)
-        write_dataset(rows, out_dir / f"c{concurrency}" / "dataset.jsonl")
+    """What was submitted (Secret values masked), and each level's dataset, beside the results
+    (for the archive); an `out_dir` that cannot be written is refused before anything is sent."""
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / MANIFESTS_FILE).write_text(manifests.to_yaml(objects))
+        media = VideoUrl(manifests.media_base_url(outputs, PERF_JOB))
+        for concurrency in workload.concurrencies:
+            rows = dataset_rows(workload, concurrency, media)
+            write_dataset(rows, out_dir / f"c{concurrency}" / "dataset.jsonl")
+    except OSError as error:
+        raise UsageError(f"--out {out_dir}: cannot write there ({error.strerror})") from None
 
 
 def run_cluster_perf(

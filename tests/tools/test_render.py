@@ -68,3 +68,34 @@ def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
     assert readme_sync.TARGET.parts[-2:] == ("docs", "configuration.md")
     text = readme_sync.TARGET.read_text()
     assert readme_sync.synced(text) == text, "run: .venv-dev/bin/python -m tools.readme_sync"
+
+
+@pytest.mark.parametrize(
+    ("shared_stack", "qualified"),
+    [
+        ("shared", "organization/cosmos3-nano-reasoner/shared"),
+        ("layer-eu", "organization/cosmos3-nano-reasoner/layer-eu"),
+        ("acme/cosmos3-nano-reasoner/shared", "acme/cosmos3-nano-reasoner/shared"),
+    ],
+)
+def test_render_and_adopt_serve_the_layer_under_the_configured_shared_stack(
+    tmp_path: Path, shared_stack: str, qualified: str
+) -> None:
+    from tools import adopt
+    from tools.offline import shared_stack_name
+
+    overrides = {"sharedStack": shared_stack}
+    assert shared_stack_name("round-robin", overrides) == qualified
+
+    argv = ["--stack", "round-robin", "--example-site", "--set", f"sharedStack={shared_stack}"]
+    assert render.main([*argv, "--out", str(tmp_path / "render")]) == 0
+    (graph,) = (tmp_path / "render").glob("*dynamographdeployment*")
+    assert yaml.safe_load(graph.read_text())["metadata"]["namespace"] == "cosmos3-nano-reasoner"
+    assert adopt.main([*argv, "--out", str(tmp_path / "adopt.json")]) == 0
+
+
+def test_a_stack_without_a_shared_stack_gets_the_shipped_name() -> None:
+    from tools.offline import shared_stack_name
+    from tools.stack_files import SHARED_STACK
+
+    assert shared_stack_name("dev") == shared_stack_name("shared") == SHARED_STACK

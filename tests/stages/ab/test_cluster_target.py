@@ -108,3 +108,22 @@ def test_the_command_line_runs_the_same(
     assert status == 0, printed
     assert printed[:2] == ["round-robin: passed", "session-affinity: passed"]
     assert commands(fake_pulumi)[-2:] == ["destroy round-robin", "destroy session-affinity"]
+
+
+def test_a_sweep_too_big_for_the_cluster_is_refused_before_any_stack_is_touched(
+    fake_pulumi: FakePulumi,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script_the_stacks(fake_pulumi)
+    monkeypatch.setenv("PATH", f"{fake_pulumi.root / 'bin'}:/usr/bin:/bin")
+
+    status = main([
+        "ab", "--archive-bucket", "results", "--archive-endpoint", f"file://{tmp_path / 'a'}",
+        "--org", ORG, "--gpus", "16", "--videos", "2000", "--concurrency", "1,2",
+    ])  # fmt: skip
+
+    assert status == 2
+    assert "reduce --videos or the levels" in capsys.readouterr().err
+    assert commands(fake_pulumi) == []

@@ -158,8 +158,11 @@ def test_corrupt_manifests_are_warnings_for_list_and_pull_latest(
     ("argv", "message"),
     [
         (["--resume"], "--resume needs the --run-id"),
-        (["--bucket", "ab"], "bucket: String should have at least 3 characters"),
+        (["--bucket", "ab"], "--bucket must be a bucket name: 3 to 63"),
+        (["--bucket", "b@d!"], "--bucket must be a bucket name"),
+        (["--prefix", "a//b"], "--prefix: Value error, prefix 'a//b' must be `/`-separated"),
         (["--outputs", "/no/such/outputs.json"], "outputs.json"),
+        (["--outputs", "/"], "/ is a directory, not a stack-outputs file"),
     ],
 )
 def test_push_usage_errors_are_one_line_with_status_2(

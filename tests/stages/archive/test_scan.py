@@ -10,6 +10,7 @@ import pytest
 
 from components.routing import RoutingProfile
 from stages.archive import ArchiveError, ArchiveLocation, archive_run
+from stages.archive.scan import checked_files, find_secret
 from tests.stages.archive.helpers import bucket_keys, make_results, record_for
 
 
@@ -20,6 +21,10 @@ from tests.stages.archive.helpers import bucket_keys, make_results, record_for
         # Assembled at run time so that secret scanners of the repository skip these fakes.
         (b"-----BEGIN " + b"OPENSSH PRIVATE KEY-----\n...", "a private key"),
         (b'{"api_key": "nvapi-' + b'0123456789abcdefghijklmnop"}', "an NGC API key"),
+        (
+            b"PIP_INDEX_URL=https://ci:" + b"NGC-VALUE-pw@pypi.example.com/simple",
+            "a URL with embedded credentials",
+        ),
     ],
 )
 def test_refuses_results_that_hold_a_secret(
@@ -49,3 +54,38 @@ def test_refuses_an_empty_result_directory(tmp_path: Path, location: ArchiveLoca
 
     with pytest.raises(ArchiveError, match="holds no files"):
         archive_run(tmp_path / "empty", record_for(RoutingProfile.ROUND_ROBIN, "r1"), location)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "index: https://ci-bot:" + "s3cr3t-pw@pypi.example.com/simple",
+        "postgres://admin:" + "s3cr3t-pw@db:5432/results",
+        "'http://u:" + "s3cr3t-pw@10.0.0.5:3141/root/pypi'",
+    ],
+)
+def test_a_url_with_credentials_is_found_and_never_shown(tmp_path: Path, text: str) -> None:
+    results = make_results(tmp_path / "results")
+    (results / "manifests.yaml").write_text(f"env:\n  value: {text}\n")
+
+    with pytest.raises(ArchiveError) as refused:
+        checked_files(results)
+
+    message = str(refused.value)
+    assert "manifests.yaml contains a URL with embedded credentials" in message
+    assert "s3cr3t" not in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "https://pypi.example.com/simple",
+        "http://cosmos3-nano-reasoner-perf-media.ns.svc.cluster.local:8090/c1-video-000.mp4",
+        "https://ci-bot:****@pypi.example.com/simple",  # pip's own masking in a log
+        "PIP_INDEX_URL: <secret>",  # a dry run's masking
+        "git+ssh://git@github.com/org/repo",  # a user, no password
+        "http://host:8080/path@v2",
+    ],
+)
+def test_urls_without_a_password_pass(text: str) -> None:
+    assert find_secret(text.encode()) is None

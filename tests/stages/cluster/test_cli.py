@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from components.routing import RoutingProfile
+from stages.archive.scan import checked_files
 from stages.cli import main
 from stages.cluster import run as cluster
 from stages.cluster.manifests import pod_files
@@ -178,3 +179,74 @@ def test_loopback_frontends_are_refused_for_a_cluster(
 
     assert main(["perf", "--outputs", str(path)]) == 2  # bad input: nothing is submitted
     assert "cannot reach the frontend at http://localhost:8000" in capsys.readouterr().err
+
+
+PIP_URL = "https://ci:" + "pw-0123456789@pypi.example.com/simple"  # assembled: not a real one
+
+
+def test_a_dry_run_masks_the_pip_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["smoke", "--outputs", outputs_file(tmp_path), "--dry-run", "--pip-index-url", PIP_URL])  # fmt: skip
+
+    captured = capsys.readouterr()
+    secret, *_, job = yaml.safe_load_all(captured.out)
+    assert status == 0
+    assert secret["kind"] == "Secret" and secret["stringData"] == {"PIP_INDEX_URL": "<secret>"}
+    env = job["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "PIP_INDEX_URL", "valueFrom": {"secretKeyRef": {"name": "cosmos3-nano-reasoner-smoke-pip", "key": "PIP_INDEX_URL"}}} in env  # fmt: skip
+    assert "pw-0123456789" not in captured.out + captured.err
+
+
+def test_a_perf_run_keeps_masked_manifests_that_the_archive_accepts(
+    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
+) -> None:  # fmt: skip
+    export = Export(2, "profile_export_aiperf.json", (FIXTURES / "aiperf-session-affinity-c2.json").read_bytes())  # fmt: skip
+    fake = use_fake([succeeded("\n".join([*export_lines(export), "Perf sweep finished: 1 levels"]) + "\n")])  # fmt: skip
+    out = tmp_path / "perf"
+    workload = ["--videos", "3", "--questions", "3", "--output-tokens", "8", "--concurrency", "2"]
+
+    status = main(["perf", "--outputs", outputs_file(tmp_path), "--out", str(out), *workload,
+                   "--pip-index-url", PIP_URL])  # fmt: skip
+
+    captured = capsys.readouterr()
+    assert status == 0, captured.err
+    assert fake.created("Secret")["stringData"] == {"PIP_INDEX_URL": PIP_URL}
+    kept = (out / "manifests.yaml").read_text()
+    assert "PIP_INDEX_URL: <secret>" in kept and "pw-0123456789" not in kept
+    assert "pw-0123456789" not in captured.out + captured.err
+    assert len(checked_files(out)) > 3  # the archive's secret scan finds nothing to refuse
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--videos", "555"], "needs 2775 distinct videos (--videos 555 x 5 --concurrency levels"),
+        (["--videos", "2774", "--concurrency", "1,2"], "reduce --videos or the levels"),
+        (["--questions", "100000"], "cannot fit the perf ConfigMap"),
+    ],
+)
+def test_a_sweep_too_large_for_a_cluster_exits_2_before_anything_is_submitted(
+    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str,
+) -> None:  # fmt: skip
+    fake = use_fake([])
+
+    for dry_run in ([], ["--dry-run"]):
+        status = main(["perf", "--outputs", outputs_file(tmp_path), "--out", str(tmp_path / "p"), *argv, *dry_run])  # fmt: skip
+
+        assert status == 2
+        assert message in capsys.readouterr().err
+    assert fake.calls == [] and not (tmp_path / "p").exists()
+
+
+def test_an_out_directory_that_cannot_be_written_exits_2(
+    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
+) -> None:  # fmt: skip
+    fake = use_fake([])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    status = main(["perf", "--outputs", outputs_file(tmp_path), "--out", str(blocker / "perf")])
+
+    assert status == 2
+    assert f"--out {blocker / 'perf'}: cannot write there" in capsys.readouterr().err
+    assert fake.calls == []

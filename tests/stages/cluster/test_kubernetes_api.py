@@ -43,6 +43,8 @@ class ApiState:
     log: str = PASSED
     forbidden: set[str] = field(default_factory=set)
     """Collections whose create answers 403 (RBAC)."""
+    invalid: set[str] = field(default_factory=set)
+    """Collections whose create answers 422, its message echoing the object sent."""
 
 
 def _status(code: int, reason: str) -> dict[str, Any]:
@@ -86,6 +88,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         if collection in self.state.forbidden:
             return self._send(403, _status(403, "Forbidden"))
+        if collection in self.state.invalid:
+            return self._send(422, _status(422, "Invalid") | {"message": json.dumps(body)})
         key = (collection, body["metadata"]["name"])
         if key in self.state.objects:
             return self._send(409, _status(409, "AlreadyExists"))
@@ -286,3 +290,56 @@ def test_the_context_can_be_overridden(api_server: tuple[str, ApiState], tmp_pat
     options = ClusterOptions(kubeconfig=config, context="ci", run_id="r1")
 
     assert run_cluster_smoke(cluster_outputs(RoutingProfile.ROUND_ROBIN), options, 60)
+
+
+PIP_URL = "https://ci:" + "pw-0123456789@pypi.example.com/simple"  # assembled: not a real one
+
+
+def test_a_pip_secret_is_created_first_through_the_real_client_and_replaced(
+    api_server: tuple[str, ApiState], tmp_path: Path
+) -> None:
+    server, state = api_server
+    outputs = cluster_outputs(RoutingProfile.ROUND_ROBIN)
+    config = kubeconfig(tmp_path, server)
+    run_cluster_smoke(outputs, ClusterOptions(kubeconfig=config, run_id="r1", pip_index_url=PIP_URL), 60)  # fmt: skip
+
+    run_cluster_smoke(outputs, ClusterOptions(kubeconfig=config, run_id="r2", pip_index_url=PIP_URL), 60)  # fmt: skip
+
+    namespace = f"/namespaces/{outputs.namespace}/"
+    creates = [r for r in state.requests if r.startswith("POST")]
+    assert creates[:2] == [f"POST /api/v1{namespace}secrets", f"POST /api/v1{namespace}configmaps"]
+    deletes = [r.split("?")[0].rsplit("/", 2)[1] for r in state.requests if r.startswith("DELETE")]
+    assert deletes == ["jobs", "services", "configmaps", "secrets"]
+    secret = state.objects[("secrets", "cosmos3-nano-reasoner-smoke-pip")]
+    assert secret["stringData"] == {"PIP_INDEX_URL": PIP_URL}
+
+
+@pytest.mark.parametrize("refusal", ["forbidden", "invalid"])
+def test_a_refused_secret_never_shows_its_value(
+    api_server: tuple[str, ApiState], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    refusal: str,
+) -> None:  # fmt: skip
+    server, state = api_server
+    setattr(state, refusal, {"secrets"})
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(cluster_outputs(RoutingProfile.ROUND_ROBIN).to_json_dict()))
+
+    status = main(["smoke", "--outputs", str(outputs), "--kubeconfig", str(kubeconfig(tmp_path, server)),
+                   "--pip-index-url", PIP_URL])  # fmt: skip
+
+    err = capsys.readouterr().err
+    assert status == 6
+    assert "create Secret cosmos3-nano-reasoner-smoke-pip" in err
+    assert "pw-0123456789" not in err
+    assert ("secrets, for a --pip-index-url with credentials" in err) is (refusal == "forbidden")
+
+
+def test_a_refused_configmap_shows_the_api_servers_reason(
+    api_server: tuple[str, ApiState], tmp_path: Path
+) -> None:
+    server, state = api_server
+    state.invalid = {"configmaps"}
+    options = ClusterOptions(kubeconfig=kubeconfig(tmp_path, server), run_id="r1")
+
+    with pytest.raises(ClusterUnreachable, match="HTTP 422 .*Invalid"):
+        run_cluster_smoke(cluster_outputs(RoutingProfile.ROUND_ROBIN), options, 60)

@@ -29,18 +29,31 @@ from stages.cluster.manifests import (
     pod_files,
     smoke_manifests,
 )
-from stages.cluster.pod_template import IMAGEIO_FFMPEG, JobSettings
-from stages.cluster.run import CLUSTER_TOKENIZER
+from stages.cluster.pod_template import (
+    IMAGEIO_FFMPEG,
+    JobSettings,
+    check_pip_index_url,
+    has_credentials,
+)
+from stages.cluster.run import (
+    CLUSTER_TOKENIZER,
+    ClusterOptions,
+    check_cluster_workload,
+    distinct_video_limit,
+    perf_objects,
+)
 from stages.core.aiperf import AIPERF_VERSION, aiperf_environment, aiperf_profile_args
 from stages.core.pod_plans import PlanSettings, PodPlace, smoke_pod_config
 from stages.core.smoke import smoke_request_body
 from stages.core.video import distinct_video_args
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
+from stages.errors import UsageError
 from tests.stages.cluster.fakes import REPO, cluster_outputs
 from tools.validate import KUBERNETES_VERSION, kubernetes_schema_violations
 
 PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
+MATCHING_SMALL = RECIPE_WORKLOAD.model_copy(update={"videos": 2, "questions": 2, "concurrencies": (1,)})  # fmt: skip
 Manifest = dict[str, Any]
 
 
@@ -259,11 +272,123 @@ def test_the_recipe_sweep_fits_a_config_map(outputs: StackOutputs) -> None:
     assert size < cluster_jobs.CONFIG_MAP_LIMIT_BYTES
 
 
-def test_a_workload_too_large_for_a_config_map_is_refused() -> None:
-    huge = RECIPE_WORKLOAD.model_copy(update={"videos": 500, "questions": 200})
+def test_a_workload_too_large_for_a_config_map_is_bad_usage() -> None:
+    # Under the request bound of `check_cluster_workload`, but random pauses compress badly.
+    huge = RECIPE_WORKLOAD.model_copy(
+        update={"videos": 500, "questions": 80, "turn_jitter_ms": 60_000}
+    )
 
-    with pytest.raises(ValueError, match="ConfigMap would hold"):
+    with pytest.raises(UsageError, match="ConfigMap would hold .* reduce the workload") as refused:
         perf_manifests(cluster_outputs(RoutingProfile.ROUND_ROBIN), huge, SETTINGS)
+    assert refused.value.exit_status == 2
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ({"videos": 555}, "needs 2775 distinct videos .* at most 2774: reduce --videos"),
+        ({"videos": 10**12}, "distinct videos"),
+        ({"videos": 2774, "concurrencies": (1, 2)}, "needs 5548 distinct videos"),
+        ({"questions": 10**9}, "cannot fit the perf ConfigMap"),
+        ({"videos": 500, "questions": 161}, "402500 requests .* cannot fit the perf ConfigMap"),
+    ],
+)
+def test_a_sweep_the_cluster_cannot_run_is_refused_before_it_is_built(
+    sizes: dict[str, Any], message: str
+) -> None:
+    workload = RECIPE_WORKLOAD.model_copy(update=sizes)
+
+    with pytest.raises(UsageError, match=message):
+        perf_objects(cluster_outputs(RoutingProfile.ROUND_ROBIN), workload, ClusterOptions(), 60)
+
+
+def test_the_video_limit_is_the_generators() -> None:
+    limit = distinct_video_limit()
+
+    assert distinct_video_args("/tmp/x.mp4", limit - 1)
+    with pytest.raises(ValueError, match=f"at most {limit} distinct"):
+        distinct_video_args("/tmp/x.mp4", limit)
+    check_cluster_workload(RECIPE_WORKLOAD.model_copy(update={"videos": limit, "concurrencies": (1,)}))  # fmt: skip
+
+
+# --- a pip index URL with credentials -------------------------------------------------------------
+
+MIRROR = "https://ci-bot:" + "pw-0123456789@pypi.example.com/simple"  # assembled: not a real one
+
+
+def pip_settings(url: str) -> JobSettings:
+    return JobSettings(run_id="r1", plan=PLAN, pip_index_url=url)
+
+
+@pytest.mark.parametrize("build", ["smoke", "perf"])
+def test_a_pip_url_with_credentials_reaches_the_pod_through_a_secret(
+    outputs: StackOutputs, build: str
+) -> None:
+    settings = pip_settings(MIRROR)
+    if build == "smoke":
+        manifests = smoke_manifests(outputs, settings)
+    else:
+        manifests = perf_manifests(outputs, MATCHING_SMALL, settings)
+    job = manifests[-1]["metadata"]["name"]
+
+    assert [m["kind"] for m in manifests] == ["Secret", "ConfigMap", "Service", "Job"]
+    secret = manifests[0]
+    assert secret["metadata"]["name"] == f"{job}-pip"
+    assert secret["metadata"]["namespace"] == outputs.namespace
+    assert secret["stringData"] == {"PIP_INDEX_URL": MIRROR}
+    assert set(secret) <= {"apiVersion", "kind", "metadata", "type", "data", "stringData"}
+    (env,) = [e for e in containers(manifests)[0]["env"] if e["name"] == "PIP_INDEX_URL"]
+    assert env == {
+        "name": "PIP_INDEX_URL",
+        "valueFrom": {"secretKeyRef": {"name": f"{job}-pip", "key": "PIP_INDEX_URL"}},
+    }
+    assert "pw-0123456789" not in json.dumps(manifests[1:])
+    assert [v for m in manifests for v in kubernetes_schema_violations(m)] == []
+
+
+def test_the_yaml_of_a_dry_run_masks_every_secret_value(outputs: StackOutputs) -> None:
+    manifests = smoke_manifests(outputs, pip_settings(MIRROR))
+
+    text = cluster_jobs.to_yaml(manifests)
+
+    assert "pw-0123456789" not in text and "ci-bot" not in text
+    assert yaml.safe_load_all(text).__next__()["stringData"] == {"PIP_INDEX_URL": "<secret>"}
+    assert find_secret(text.encode()) is None
+    assert manifests[0]["stringData"]["PIP_INDEX_URL"] == MIRROR  # what is sent is unchanged
+
+
+@pytest.mark.parametrize(
+    "url", ["https://pypi.example.com/simple", "http://10.0.0.5:3141/root/pypi"]
+)
+def test_a_pip_url_without_credentials_stays_plain_env(outputs: StackOutputs, url: str) -> None:
+    manifests = smoke_manifests(outputs, pip_settings(url))
+
+    assert "Secret" not in {m["kind"] for m in manifests}
+    assert {"name": "PIP_INDEX_URL", "value": url} in containers(manifests)[0]["env"]
+
+
+@pytest.mark.parametrize(
+    ("url", "credentials"),
+    [
+        ("https://user:pass@mirror/simple", True),
+        ("https://token@mirror/simple", True),  # a token as the user is a secret too
+        ("https://mirror/simple", False),
+        ("https://mirror/simple?x=a@b", False),
+    ],
+)
+def test_which_pip_urls_carry_credentials(url: str, credentials: bool) -> None:
+    assert has_credentials(url) is credentials
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["ftp://u:hunter2@mirror/x", "u:hunter2@mirror/x", "https://u:hunter2@", "https://u:hunter2@[::1",
+     "https://u:hunter2@a b/", "https://u:hunter2@mirror/\n"],
+)  # fmt: skip
+def test_a_pip_url_must_be_http_with_a_host(url: str) -> None:
+    with pytest.raises(ValueError) as refused:
+        check_pip_index_url(url)
+    assert "hunter2" not in str(refused.value)
 
 
 def test_the_pod_installs_the_labs_aiperf_lock_and_the_projects_ffmpeg_pin() -> None:
@@ -324,6 +449,8 @@ def test_a_run_id_must_be_a_label_value() -> None:
     assert cluster_jobs.check_run_id("20261130T120000Z-abc123") == "20261130T120000Z-abc123"
     with pytest.raises(ValueError, match="label value"):
         cluster_jobs.check_run_id("run/1")
+    with pytest.raises(UsageError, match="--run-id: run id 'run/1'"):
+        ClusterOptions(run_id="run/1").job_settings(60, 60)
 
 
 def test_a_loopback_place_keeps_the_pod_program_on_loopback() -> None:

@@ -121,6 +121,19 @@ def test_a_rerun_replaces_the_previous_run_before_creating_anything() -> None:
     assert "replacing the previous Job cosmos3-nano-reasoner-smoke" in run.progress
 
 
+def test_a_pip_secret_is_created_first_and_replaced_like_the_others() -> None:
+    url = "https://ci:" + "pw-0123456789@pypi.example.com/simple"
+    objects = [("Secret", "cosmos3-nano-reasoner-smoke-pip"), *SMOKE_OBJECTS]
+    run = Run(FakeCluster([succeeded(PASSED_LOG)], existing=tuple(objects)))
+
+    run.smoke(ClusterOptions(run_id="run-1", pip_index_url=url))
+
+    calls = run.cluster.calls
+    assert calls == [("delete", *obj) for obj in reversed(objects)] + [("create", *obj) for obj in objects]  # fmt: skip
+    assert run.cluster.created("Secret")["stringData"] == {"PIP_INDEX_URL": url}
+    assert "pw-0123456789" not in run.progress
+
+
 def test_a_previous_run_that_never_goes_away_times_out_before_creating() -> None:
     cluster = FakeCluster([succeeded(PASSED_LOG)], existing=tuple(SMOKE_OBJECTS), linger=10**6)
 
