@@ -92,9 +92,13 @@ def test_the_frontend_runs_with_the_clusters_routing_arguments(start_graph: Star
     graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=1)
     frontend = graph.processes[0]
 
-    argv = Path(f"/proc/{frontend.pgid}/cmdline").read_bytes().decode().split("\0")[:-1]
+    # The group's leader is its guard (stages.incluster.processes); the frontend is its child.
+    commands = [
+        Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+        for pid in group_members(frontend.pgid)
+    ]
+    argv = next(argv for argv in commands if argv[1:3] == ["-m", "dynamo.frontend"])
 
-    assert argv[1:3] == ["-m", "dynamo.frontend"]
     assert argv[3:] == frontend_args(graph.spec.routing)
 
 
