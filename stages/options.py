@@ -93,6 +93,35 @@ def _seconds(text: str) -> float:
     return value
 
 
+def _positive_number(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(text)
+    return value
+
+
+def positive_integer_option() -> dict[str, Any]:
+    """`add_argument` keywords: a positive integer, or exit 2 naming the option."""
+    return {"action": _Checked, "check": _integer(1), "requirement": "a positive integer"}
+
+
+def integer_option(minimum: int) -> dict[str, Any]:
+    """`add_argument` keywords: an integer of `minimum` or more, or exit 2 naming the option."""
+    return {"action": _Checked, "check": _integer(minimum),
+            "requirement": f"an integer of {minimum} or more"}  # fmt: skip
+
+
+def positive_number_option() -> dict[str, Any]:
+    """`add_argument` keywords: a finite number above 0, or exit 2 naming the option."""
+    return {"action": _Checked, "check": _positive_number, "requirement": "a number above 0"}
+
+
+def concurrency_option() -> dict[str, Any]:
+    """`add_argument` keywords: comma-separated distinct positive integers."""
+    return {"action": _Checked, "check": _concurrencies, "metavar": "LEVELS",
+            "requirement": f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}"}  # fmt: skip
+
+
 def add_seconds_argument(
     group: argparse.ArgumentParser | argparse._ArgumentGroup, *names: str, **kw: Any
 ) -> None:
@@ -108,19 +137,14 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument("--recipe-sizes", action="store_true",
                        help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16")  # fmt: skip
-    positive: dict[str, Any] = {
-        "action": _Checked, "check": _integer(1), "requirement": "a positive integer"
-    }  # fmt: skip
+    positive = positive_integer_option()
     group.add_argument("--videos", help="videos (sessions) per concurrency level", **positive)
     group.add_argument("--questions", help="questions (requests) per video", **positive)
     group.add_argument("--output-tokens", help="exact output tokens per request", **positive)
-    group.add_argument("--concurrency", dest="concurrencies", action=_Checked, metavar="LEVELS",
-                       check=_concurrencies,
-                       requirement=f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}",
+    group.add_argument("--concurrency", dest="concurrencies", **concurrency_option(),
                        help=f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}")  # fmt: skip
     group.add_argument("--prefix-tokens", help="lab: tokens of a video's text stand-in", **positive)
-    group.add_argument("--turn-jitter-ms", action=_Checked, check=_integer(0),
-                       requirement="an integer of 0 or more",
+    group.add_argument("--turn-jitter-ms", **integer_option(0),
                        help="random pause (0..N ms) before each follow-up question")  # fmt: skip
     group.add_argument("--seed", action=_Checked, check=_integer(None),
                        requirement="an integer", help="random seed for datasets and AIPerf")  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.routing import RoutingProfile
+from stages.core.model_files import write_model
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 
@@ -41,6 +42,8 @@ class LevelResult(BaseModel):
     output_tokens_mean: float
     prompt_tokens: int
     cached_prompt_tokens: int
+    request_latency_mean_ms: float | None = None
+    """None in results written before it was recorded; the lab's predictions need it."""
 
     @property
     def cache_hit_ratio(self) -> float:
@@ -75,9 +78,7 @@ class ProfileResults(BaseModel):
         return next((lvl for lvl in self.levels if lvl.concurrency == concurrency), None)
 
     def save(self, path: Path) -> Path:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(self.model_dump_json(indent=2) + "\n")
-        return path
+        return write_model(self, path)
 
     @classmethod
     def load(cls, path: Path) -> ProfileResults:
@@ -123,6 +124,7 @@ def parse_level(export: dict[str, Any]) -> LevelResult:
         ttft_p50_ms=_metric(export, "time_to_first_token", "p50"),
         ttft_p95_ms=_metric(export, "time_to_first_token", "p95"),
         request_latency_p50_ms=_metric(export, "request_latency", "p50"),
+        request_latency_mean_ms=_metric(export, "request_latency", "avg"),
         output_tokens_per_second=_metric(export, "output_token_throughput", "avg"),
         request_count=int(_metric(export, "request_count", "avg")),
         error_count=_error_count(export),
