@@ -1,4 +1,5 @@
-"""Where `lab/setup.sh` installs the lab, and whether it is complete.
+"""Where `lab/setup.sh` installs the lab, whether it is complete, and the environment its
+Dynamo processes run in.
 
 The lab runs Dynamo and AIPerf from their own virtual environments under `.lab/` (both pin
 packages that conflict with the project's venvs), plus a tiny tokenizer model. The orchestrator
@@ -8,10 +9,12 @@ runs in `.venv-dev` and launches them by path.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from stages.errors import StageFailed
+from stages.local.run import LOOPBACK
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB_HOME = REPO_ROOT / os.environ.get("LAB_HOME", ".lab")
@@ -19,6 +22,9 @@ DEFAULT_LAB_HOME = REPO_ROOT / os.environ.get("LAB_HOME", ".lab")
 MODEL_NAME = "tiny-llama"
 READY_STAMP = ".installed"
 """Written by setup.sh into each venv after its packages install and check cleanly."""
+
+# Python variables that would let the main venv leak into the Dynamo venv's interpreter.
+_INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 
 
 class LabNotInstalled(StageFailed):
@@ -67,3 +73,23 @@ class LabInstall:
                 + "; run: bash lab/setup.sh"
             )
         return self
+
+
+def dynamo_environment(run_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
+    """Environment shared by the frontend and the workers: loopback only, state in `run_dir`."""
+    env = {k: v for k, v in base.items() if k not in _INHERITED_PYTHON_VARIABLES}
+    env.update(
+        DYN_DISCOVERY_BACKEND="file",
+        DYN_FILE_KV=str(run_dir / "discovery"),
+        DYN_REQUEST_PLANE="tcp",
+        DYN_EVENT_PLANE="zmq",
+        DYN_TCP_RPC_HOST=LOOPBACK,
+        DYN_TCP_RESPONSE_STREAM_HOST=LOOPBACK,
+        DYN_EVENT_PLANE_HOST=LOOPBACK,
+        DYN_SYSTEM_HOST=LOOPBACK,
+        DYN_SELF_HOST_METADATA="0",
+        HF_HUB_OFFLINE="1",
+        HOME=str(run_dir / "home"),
+        TMPDIR=str(run_dir / "tmp"),
+    )
+    return env

@@ -35,7 +35,8 @@ import requests
 
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
-from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall
+from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall, dynamo_environment
+from lab.pre_engine import start_delay_proxy
 from stages.errors import StageFailed
 from stages.incluster.processes import (
     GroupProcess,
@@ -51,9 +52,6 @@ POLL_SECONDS = 0.25
 SYSTEM_PORT_RANGE = (20000, 32768)
 GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
 
-# Python variables that would let the main venv leak into the Dynamo venv's interpreter.
-_INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
-
 
 class LabGraphError(StageFailed):
     """The graph did not come up; the message carries the tail of the process logs."""
@@ -66,10 +64,14 @@ class GraphSpec:
     install: LabInstall = field(default_factory=LabInstall)
     mocker_args: tuple[str, ...] = ()
     startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
+    pre_engine_delay_ms: float = 0.0
+    """Wall-clock delay before each request reaches the frontend (`lab/delay_proxy.py`); 0: none."""
 
     def __post_init__(self) -> None:
         if self.workers < 1:
             raise ValueError(f"the lab needs at least one worker, got {self.workers}")
+        if not 0 <= self.pre_engine_delay_ms < float("inf"):
+            raise ValueError(f"a pre-engine delay is 0 or more ms, got {self.pre_engine_delay_ms}")
 
     @property
     def graph_name(self) -> str:
@@ -93,26 +95,6 @@ def free_low_port(taken: set[int]) -> int:
         taken.add(candidate)
         return candidate
     raise LabGraphError(f"no free loopback port in {SYSTEM_PORT_RANGE}")
-
-
-def dynamo_environment(run_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
-    """Environment shared by the frontend and the workers: loopback only, state in `run_dir`."""
-    env = {k: v for k, v in base.items() if k not in _INHERITED_PYTHON_VARIABLES}
-    env.update(
-        DYN_DISCOVERY_BACKEND="file",
-        DYN_FILE_KV=str(run_dir / "discovery"),
-        DYN_REQUEST_PLANE="tcp",
-        DYN_EVENT_PLANE="zmq",
-        DYN_TCP_RPC_HOST=LOOPBACK,
-        DYN_TCP_RESPONSE_STREAM_HOST=LOOPBACK,
-        DYN_EVENT_PLANE_HOST=LOOPBACK,
-        DYN_SYSTEM_HOST=LOOPBACK,
-        DYN_SELF_HOST_METADATA="0",
-        HF_HUB_OFFLINE="1",
-        HOME=str(run_dir / "home"),
-        TMPDIR=str(run_dir / "tmp"),
-    )
-    return env
 
 
 def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs:
@@ -144,6 +126,8 @@ class LabGraph:
         self.spec = spec
         self.run_dir = run_dir.resolve()
         self.processes: list[GroupProcess] = []
+        """The frontend, then the workers."""
+        self.delay_proxy: GroupProcess | None = None
         self.worker_metrics_urls: list[str] = []
         self._metrics_ports: set[int] = set()
         self.frontend_port = 0
@@ -158,7 +142,10 @@ class LabGraph:
 
     @property
     def pgids(self) -> list[int]:
-        return [process.pgid for process in self.processes]
+        return [process.pgid for process in self._every_process()]
+
+    def _every_process(self) -> list[GroupProcess]:
+        return self.processes + ([self.delay_proxy] if self.delay_proxy else [])
 
     def rss_bytes(self) -> int:
         """Resident memory of the frontend and all workers right now."""
@@ -194,7 +181,13 @@ class LabGraph:
         for index in range(self.spec.workers):
             self._start_worker(index, env)
         self._wait_until_serving()
-        self._outputs = lab_outputs(self.spec, self.frontend_port)
+        port = self.frontend_port
+        if self.spec.pre_engine_delay_ms:
+            with deferred_interrupts():  # recorded before an interrupt can strike
+                self.delay_proxy, port = start_delay_proxy(
+                    self.run_dir, self.frontend_port, self.spec.pre_engine_delay_ms, env
+                )
+        self._outputs = lab_outputs(self.spec, port)
         self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
 
     def stop(self) -> None:
@@ -202,9 +195,10 @@ class LabGraph:
 
         A second Ctrl-C or SIGTERM while stopping is held until every group is stopped."""
         with deferred_interrupts():
-            for process in self.processes:
+            every = self._every_process()
+            for process in every:
                 process.request_stop()
-            for process in reversed(self.processes):
+            for process in reversed(every):
                 process.stop()
             self._outputs = None
 

@@ -13,14 +13,8 @@ from components.routing import (
     RoutingProfile,
     routing_for,
 )
-from lab.environment import LabInstall, LabNotInstalled
-from lab.graph import (
-    GraphSpec,
-    dynamo_environment,
-    free_low_port,
-    lab_outputs,
-    registered_workers,
-)
+from lab.environment import LabInstall, LabNotInstalled, dynamo_environment
+from lab.graph import GraphSpec, free_low_port, lab_outputs, registered_workers
 
 
 def spec(profile: RoutingProfile, workers: int = 8) -> GraphSpec:
