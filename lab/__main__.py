@@ -6,9 +6,12 @@
                                              one graph until Ctrl-C, for trying things by hand
     python -m lab stage perf --outputs build/lab/up/session-affinity/outputs.json
                                              any `python -m stages` command against a lab graph
+    python -m lab calibrate | predict | capacity
+                                             the lab tuned to a measured level, predicting the
+                                             rest (`lab/predict_cli.py`, docs/lab-prediction.md)
 
-Exit status: 0 done, 1 the run failed (reason on stderr), 130 interrupted; `stage` exits with the
-stage's own status.
+Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
+run), 130 interrupted; `stage` exits with the stage's own status.
 """
 
 from __future__ import annotations
@@ -21,16 +24,19 @@ from pathlib import Path
 
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
+from lab.calibration import CalibrationError
+from lab.capacity import CapacityError
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, run_isolated
+from lab.predict_cli import add_commands as add_prediction_commands
 from lab.tools import lab_tools
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages import cli as stages_cli
 from stages.ab.cli import ab_run, add_run_arguments, print_summary
 from stages.ab.cli import say as ab_say
 from stages.ab.orchestrator import run_ab as run_orchestrator
-from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, StageError
+from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.options import add_workload_arguments
 
@@ -67,6 +73,9 @@ def _up(args: argparse.Namespace) -> int:
 
 
 WATCH_SECONDS = 1.0
+ISOLATED = {"ab", "calibrate", "predict", "capacity"}
+"""Commands run in their own network namespace (`lab.isolation`): nothing they start is
+reachable from outside; `up` stays reachable, for trying things by hand."""
 
 
 def watch(graph: LabGraph) -> int:
@@ -120,6 +129,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stage.add_argument("stage_argv", nargs=argparse.REMAINDER, help="the stage command line")
     stage.set_defaults(handler=_stage)
+    add_prediction_commands(commands)
     return parser
 
 
@@ -129,7 +139,7 @@ def _stage(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if args.command == "ab" and argv is None:  # the command line, not a test calling main()
+    if args.command in ISOLATED and argv is None:  # the command line, not a test calling main()
         run_isolated(sys.argv[1:])  # returns inside the namespace, or where it cannot make one
     try:
         with signals_as_keyboard_interrupt():
@@ -140,6 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (LabNotInstalled, LabGraphError, StageError) as error:
         print(f"lab {args.command} FAILED: {error}", file=sys.stderr)
         return EXIT_FAILED
+    except (CalibrationError, CapacityError, ValueError) as error:
+        # A table, results file or calibration the lab cannot use (pydantic's ValidationError
+        # is a ValueError): checked before any graph starts, so nothing ran.
+        print(f"lab {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
 
 
 if __name__ == "__main__":

@@ -1,0 +1,221 @@
+"""`python -m lab calibrate | predict | capacity`: the calibrated lab's command lines.
+
+    python -m lab calibrate                 the recipe's concurrency-1 row -> calibration.json
+    python -m lab calibrate --results rr/results.json aff/results.json
+                                            your own cluster's perf results instead
+    python -m lab predict                   the recipe's sweep, against the recipe's table
+    python -m lab predict --check-slowdown 16
+                                            ... and again 16x slower: does the factor matter?
+    python -m lab predict --workers 16 --questions 10 --concurrency 8,32
+                                            what if: another fleet or workload
+    python -m lab capacity --profile session-affinity --target-rps 60 --max-ttft-p95-ms 200
+    python -m lab report                    the saved prediction's report again; runs nothing
+
+Everything goes under build/lab/predict/ unless --out says otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from components.routing import RoutingProfile
+from lab.calibration import Calibration, calibrate
+from lab.capacity import plan_capacity
+from lab.measured_table import RECIPE_TABLE, MeasuredTable
+from lab.prediction import Prediction, predict
+from lab.prediction_report import render
+from lab.sweep import LabRunner, LabSweep
+from stages.core.model_files import write_model
+from stages.options import (
+    concurrency_option,
+    integer_option,
+    positive_integer_option,
+    positive_number_option,
+)
+
+DEFAULT_OUT = Path("build/lab/predict")
+DEFAULT_SLOWDOWN = 8.0
+CALIBRATION_FILE = "calibration.json"
+PREDICTION_FILE = "prediction.json"
+CHECK_FILE = "prediction-check.json"
+REPORT_FILE = "prediction.md"
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    calibrate_parser = commands.add_parser(
+        "calibrate", help="tune the lab to one measured level of both profiles"
+    )
+    _add_common(calibrate_parser)
+    calibrate_parser.add_argument(
+        "--results", nargs=2, type=Path, metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+        help="both profiles' results.json from your perf stage (default: the recipe's table)",
+    )  # fmt: skip
+    calibrate_parser.add_argument("--reference-concurrency", **positive_integer_option(), default=1,
+                                  help="the level to calibrate on (default 1: nothing queues)")  # fmt: skip
+    calibrate_parser.add_argument("--warm-engine-ms", **positive_number_option(),
+                                  help="engine share of a warm first token (default: the mock "
+                                  "engine's own, at speed 1)")  # fmt: skip
+    calibrate_parser.add_argument("--tolerance", **positive_number_option(), default=0.02,
+                                  help="relative error accepted on each time (default 0.02)")  # fmt: skip
+    calibrate_parser.add_argument("--max-runs", **positive_integer_option(), default=3,
+                                  help="lab checks at most (default 3)")  # fmt: skip
+    calibrate_parser.set_defaults(handler=_calibrate)
+
+    predict_parser = commands.add_parser("predict", help="the sweep's table from a calibration")
+    _add_common(predict_parser)
+    _add_what_if(predict_parser)
+    predict_parser.add_argument("--results", nargs=2, type=Path,
+                                metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+                                help="a measured table to compare with (default: the recipe's, "
+                                "unless a what-if option changes the workload)")  # fmt: skip
+    predict_parser.add_argument("--check-slowdown", **positive_number_option(),
+                                help="run again this many times slower and compare")  # fmt: skip
+    predict_parser.set_defaults(handler=_predict)
+
+    report_parser = commands.add_parser(
+        "report", help="derive a saved prediction's report again from its lab levels; runs nothing"
+    )
+    _add_common(report_parser)
+    report_parser.add_argument(
+        "--calibration", type=Path, help=f"default: <out>/{CALIBRATION_FILE}"
+    )
+    report_parser.add_argument("--results", nargs=2, type=Path,
+                               metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+                               help="the measured table to compare with (default: the recipe's, "
+                               "for the recipe's workload)")  # fmt: skip
+    report_parser.set_defaults(handler=_report)
+
+    capacity_parser = commands.add_parser("capacity", help="workers needed for req/s at a TTFT p95")
+    _add_common(capacity_parser)
+    _add_what_if(capacity_parser)
+    capacity_parser.add_argument(
+        "--profile", required=True, choices=[p.value for p in RoutingProfile]
+    )
+    capacity_parser.add_argument("--target-rps", **positive_number_option(), required=True)
+    capacity_parser.add_argument("--max-ttft-p95-ms", **positive_number_option(), required=True)
+    capacity_parser.add_argument("--sessions-per-worker", **concurrency_option(), default=(1, 2, 4),
+                                 help="sessions per worker to try (default 1,2,4)")  # fmt: skip
+    capacity_parser.add_argument("--max-workers", **positive_integer_option(), default=32,
+                                 help="largest fleet the lab runs (default 32)")  # fmt: skip
+    capacity_parser.set_defaults(handler=_capacity)
+
+
+def _add_out(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"where files go (default {DEFAULT_OUT})")  # fmt: skip
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    _add_out(parser)
+    parser.add_argument("--slowdown", **positive_number_option(),
+                        help=f"run the lab this many times slower than the deployment (default: "
+                        f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)")  # fmt: skip
+
+
+def _add_what_if(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--calibration", type=Path,
+                        help=f"default: <out>/{CALIBRATION_FILE}")  # fmt: skip
+    what_if = parser.add_argument_group("what if (default: the calibration's workload and fleet)")
+    what_if.add_argument("--workers", **positive_integer_option())
+    what_if.add_argument("--questions", **positive_integer_option())
+    what_if.add_argument("--output-tokens", **positive_integer_option())
+    what_if.add_argument(
+        "--affinity-ttl", **positive_integer_option(), help="seconds (default 300)"
+    )
+    what_if.add_argument("--concurrency", **concurrency_option(), help="e.g. 1,2,4,8,16")
+    what_if.add_argument("--waves", **positive_number_option(), default=2.0,
+                         help="videos per level = waves x concurrency (default 2)")  # fmt: skip
+    what_if.add_argument("--turn-jitter-ms", **integer_option(0), default=0,
+                         help="pause of 0..N ms before each follow-up question (default 0)")  # fmt: skip
+
+
+def _calibrate(args: argparse.Namespace) -> int:
+    table = MeasuredTable.from_results(*args.results) if args.results else RECIPE_TABLE
+    slowdown = args.slowdown or DEFAULT_SLOWDOWN
+    runner = LabRunner(args.out / "calibration-runs")
+    calibration = calibrate(table, args.reference_concurrency, runner, slowdown,
+                            args.warm_engine_ms, args.tolerance, args.max_runs)  # fmt: skip
+    path = calibration.save(args.out / CALIBRATION_FILE)
+    print(f"calibration: {path}" + ("" if calibration.converged else " (did not converge)"))
+    return 0
+
+
+def _sweep(
+    args: argparse.Namespace, calibration: Calibration, measured: MeasuredTable | None = None
+) -> LabSweep:
+    """The calibration's workload and fleet, the what-if options over it; the levels of the
+    measured table given, else the recipe's."""
+    return LabSweep(
+        workers=args.workers or calibration.workers,
+        questions=args.questions or calibration.questions,
+        output_tokens=args.output_tokens or calibration.output_tokens,
+        concurrencies=args.concurrency or (measured or RECIPE_TABLE).concurrencies,
+        waves=args.waves,
+        affinity_ttl_seconds=args.affinity_ttl or 300,
+        turn_jitter_ms=args.turn_jitter_ms,
+    )
+
+
+def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
+    recipe = RECIPE_TABLE
+    same = (sweep.workers, sweep.questions, sweep.output_tokens) == (
+        recipe.workers, recipe.questions, recipe.output_tokens)  # fmt: skip
+    return recipe if same and sweep.affinity_ttl_seconds == 300 else None
+
+
+def _predict(args: argparse.Namespace) -> int:
+    calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
+    given = MeasuredTable.from_results(*args.results) if args.results else None
+    sweep = _sweep(args, calibration, given)
+    slowdown = args.slowdown or calibration.slowdown
+    runner = LabRunner(args.out / "prediction-runs")
+    prediction = predict(calibration, sweep, runner, slowdown)
+    second = None
+    if args.check_slowdown:
+        second = predict(calibration, sweep, runner, args.check_slowdown)
+    _write(args.out, calibration, prediction, second, given)
+    return 0
+
+
+def _report(args: argparse.Namespace) -> int:
+    calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
+    prediction = Prediction.load(args.out / PREDICTION_FILE).reassembled(calibration)
+    check = args.out / CHECK_FILE
+    second = Prediction.load(check).reassembled(calibration) if check.exists() else None
+    given = MeasuredTable.from_results(*args.results) if args.results else None
+    _write(args.out, calibration, prediction, second, given)
+    return 0
+
+
+def _write(
+    out: Path,
+    calibration: Calibration,
+    prediction: Prediction,
+    second: Prediction | None,
+    given: MeasuredTable | None,
+) -> None:
+    prediction.save(out / PREDICTION_FILE)
+    if second is not None:
+        second.save(out / CHECK_FILE)
+    measured = given or _recipe_if_same_workload(prediction.sweep)
+    report = render(prediction, calibration, measured, second)
+    (out / REPORT_FILE).write_text(report)
+    print(report)
+
+
+def _capacity(args: argparse.Namespace) -> int:
+    calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
+    sweep = _sweep(args, calibration)
+    plan = plan_capacity(calibration, RoutingProfile(args.profile), sweep, args.target_rps,
+                         args.max_ttft_p95_ms, args.sessions_per_worker, args.max_workers,
+                         LabRunner(args.out / "capacity-runs"),
+                         args.slowdown or calibration.slowdown)  # fmt: skip
+    write_model(plan, args.out / f"capacity-{args.profile}.json")
+    if plan.workers is None:
+        print(f"{args.profile}: no fleet up to {args.max_workers} workers serves "
+              f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms")  # fmt: skip
+        return 1
+    print(f"{args.profile}: {plan.workers} workers serve {args.target_rps:g} req/s within "
+          f"TTFT p95 {args.max_ttft_p95_ms:g} ms (the lab's prediction)")  # fmt: skip
+    return 0

@@ -1,0 +1,199 @@
+"""`lab predict`: the recipe's table as the calibrated lab predicts it, beside a measured one.
+
+Both profiles run the sweep on a lab graph tuned by a calibration (`lab.sweep`). A level's
+requests/s is predicted by Little's law, concurrency over mean request latency: the steady state
+of `c` sessions that always have a question in flight, which the recipe's 200 videos per level
+approach and the lab's few waves of videos do not (their ramp and tail would bias the lab's own
+requests/s low). Output tokens/s follow from it. TTFT and latency percentiles are the lab's.
+
+Round robin's mean latency is corrected first for the lab's lockstep: deterministic engines keep
+concurrent sessions in step, so a video keeps meeting the few workers that already cached it and
+round robin gets more cache hits than on a real cluster, where requests scatter over the workers
+(docs/lab-prediction.md, effect 1). Each warm request the lab got that a scatter would not have
+costs one video's processing, the calibration's cold extra. The lab counts cache hits in prompt
+tokens; the per-video prefix is nearly all of a prompt, so its token share stands in for the
+share of warm requests.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.routing import RoutingProfile
+from lab.calibration import Calibration
+from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
+from lab.service_times import expected_cold_workers
+from lab.sweep import LabSweep, Runner
+from stages.core.model_files import write_model
+from stages.core.results import LevelResult
+
+
+class PredictedRow(MeasuredRow):
+    """A predicted level, with what the lab saw that explains it."""
+
+    round_robin_cache_hits: float
+    """Share of round robin's prompt tokens the lab's engines found cached."""
+    scatter_cache_hits: float
+    """Share of requests that find their video cached when they scatter over the workers at
+    random, as on a real cluster."""
+    round_robin_scatter_correction: float
+    """How much the correction for the lab's lockstep changed round robin's requests/s."""
+    lab: dict[str, LevelResult]
+    """Each profile's level as measured (already in the deployment's time)."""
+
+
+class Prediction(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    created_at: datetime
+    calibration_source: str
+    sweep: LabSweep
+    slowdown: float = Field(gt=0)
+    rows: tuple[PredictedRow, ...]
+
+    @classmethod
+    def load(cls, path: Path) -> Prediction:
+        try:
+            return cls.model_validate_json(path.read_text())
+        except FileNotFoundError:
+            raise ValueError(f"no prediction at {path}: run `lab predict` first") from None
+        except ValueError as error:
+            raise ValueError(f"{path} is not a lab prediction: {error}") from None
+
+    def save(self, path: Path) -> Path:
+        return write_model(self, path)
+
+    def reassembled(self, calibration: Calibration) -> Prediction:
+        """The prediction derived again from the lab's levels it keeps (after a change to the
+        model or the report); runs nothing."""
+        results = {p: [LevelResult.model_validate(row.lab[p.value]) for row in self.rows]
+                   for p in (RR, AFF)}  # fmt: skip
+        return assemble(calibration, self.sweep, self.slowdown, results)
+
+    def table(self) -> MeasuredTable:
+        return MeasuredTable(
+            source=f"the lab, calibrated on {self.calibration_source}",
+            workers=self.sweep.workers,
+            questions=self.sweep.questions,
+            output_tokens=self.sweep.output_tokens,
+            rows=self.rows,
+        )
+
+
+def mean_latency_ms(level: LevelResult) -> float:
+    if level.request_latency_mean_ms is None:
+        raise ValueError("the lab's level has no mean request latency")
+    return level.request_latency_mean_ms
+
+
+def scattered_mean_latency_ms(
+    level: LevelResult, scatter_hits: float, cold_extra_ms: float
+) -> float:
+    """Round robin's mean latency had its requests scattered like a real cluster's (see above)."""
+    return mean_latency_ms(level) + (level.cache_hit_ratio - scatter_hits) * cold_extra_ms
+
+
+def predicted_metrics(level: LevelResult, output_tokens: int, mean_ms: float) -> LevelMetrics:
+    rps = level.concurrency * 1000 / mean_ms
+    return LevelMetrics(
+        requests_per_second=rps,
+        ttft_p50_ms=level.ttft_p50_ms,
+        ttft_p95_ms=level.ttft_p95_ms,
+        request_latency_p50_ms=level.request_latency_p50_ms,
+        output_tokens_per_second=rps * output_tokens,
+    )
+
+
+def predict(calibration: Calibration, sweep: LabSweep, run: Runner, slowdown: float) -> Prediction:
+    results = {profile: run(profile, calibration.knobs, sweep, slowdown) for profile in (RR, AFF)}
+    return assemble(calibration, sweep, slowdown, results)
+
+
+def assemble(
+    calibration: Calibration,
+    sweep: LabSweep,
+    slowdown: float,
+    results: dict[RoutingProfile, list[LevelResult]],
+) -> Prediction:
+    """The prediction from the lab's levels of both profiles (already in the deployment's time)."""
+    rows = [
+        _row(calibration, sweep, {profile: results[profile][index] for profile in (RR, AFF)})
+        for index in range(len(sweep.concurrencies))
+    ]
+    return Prediction(
+        created_at=datetime.now(UTC),
+        calibration_source=calibration.source,
+        sweep=sweep,
+        slowdown=slowdown,
+        rows=tuple(rows),
+    )
+
+
+def _row(
+    calibration: Calibration, sweep: LabSweep, levels: dict[RoutingProfile, LevelResult]
+) -> PredictedRow:
+    rr = levels[RR]
+    metrics = {
+        profile: level_metrics(calibration, sweep, profile, levels[profile]) for profile in levels
+    }
+    lab_rps = rr.concurrency * 1000 / mean_latency_ms(rr)
+    return PredictedRow(
+        concurrency=rr.concurrency,
+        round_robin=metrics[RR],
+        session_affinity=metrics[AFF],
+        round_robin_cache_hits=rr.cache_hit_ratio,
+        scatter_cache_hits=scatter_cache_hits(sweep, rr.concurrency),
+        round_robin_scatter_correction=metrics[RR].requests_per_second / lab_rps - 1,
+        lab={profile.value: level for profile, level in levels.items()},
+    )
+
+
+def scatter_cache_hits(sweep: LabSweep, concurrency: int) -> float:
+    return 1 - expected_cold_workers(sweep.workers, sweep.questions, concurrency) / sweep.questions
+
+
+def level_metrics(
+    calibration: Calibration, sweep: LabSweep, profile: RoutingProfile, level: LevelResult
+) -> LevelMetrics:
+    """One profile's predicted metrics from its lab level (round robin's corrected for lockstep)."""
+    mean = mean_latency_ms(level)
+    if profile is RR:
+        scatter = scatter_cache_hits(sweep, level.concurrency)
+        mean = scattered_mean_latency_ms(level, scatter, calibration.targets.cold_extra_ms)
+    return predicted_metrics(level, sweep.output_tokens, mean)
+
+
+class CellError(BaseModel):
+    """One cell: predicted, measured, and the error (relative; points for the gain)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    concurrency: int
+    column: str
+    predicted: float
+    measured: float
+    error: float
+
+
+def cell_errors(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellError]:
+    """Every cell both tables have, level by level, in the recipe's column order."""
+    cells = []
+    for row in predicted.rows:
+        if row.concurrency not in measured.concurrencies:
+            continue
+        truth = measured.row(row.concurrency)
+        for profile in (RR, AFF):
+            for metric in METRICS:
+                value, actual = getattr(row.of(profile), metric), getattr(truth.of(profile), metric)
+                if value is None or actual is None:
+                    continue
+                column = f"{profile.value} {metric}"
+                cells.append(CellError(concurrency=row.concurrency, column=column,
+                                       predicted=value, measured=actual,
+                                       error=value / actual - 1))  # fmt: skip
+        cells.append(CellError(concurrency=row.concurrency, column="gain", predicted=row.gain,
+                               measured=truth.gain, error=row.gain - truth.gain))  # fmt: skip
+    return cells

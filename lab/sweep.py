@@ -1,0 +1,140 @@
+"""Run a workload on a lab graph tuned to imitate a deployment, slower than real time, and give
+the results back in the deployment's time.
+
+A calibration (`lab.calibration`) sets `LabKnobs`: the mock engine's speed, the length of a
+video's stand-in prefix, and a pre-engine delay. Two cores cannot serve the recipe's load in real
+time, so the lab runs everything `slowdown` times slower (the engine, the pre-engine delay, the
+affinity TTL, the pauses between questions) and divides every time it measures by `slowdown`
+(and multiplies every rate). What does not slow down is the lab's own overhead (HTTP, the
+frontend's tokenizer, AIPerf); its share shrinks as `slowdown` grows, and `lab predict
+--check-slowdown` shows whether it matters.
+
+Each level runs as its own perf stage in the same graph, with its own videos
+(`videos = max(MIN_VIDEOS, waves x concurrency)`): enough sessions for `waves` rounds of full
+concurrency, not the recipe's 200.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from components.routing import RoutingProfile, routing_for
+from lab.graph import GraphSpec, LabGraph
+from lab.mocker_timing import EngineSpeed
+from lab.tools import lab_tools
+from stages import targets
+from stages.cluster.run import ClusterOptions
+from stages.core.results import LevelResult
+from stages.core.workload import PerfWorkload
+
+MIN_VIDEOS = 2
+MODEL_WAIT_SECONDS = 60.0
+
+
+class LabKnobs(BaseModel):
+    """What a calibration sets, in the simulated deployment's time (not the wall clock)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    speed: EngineSpeed
+    prefix_tokens: int = Field(gt=0)
+    """A video's stand-in: its prefill is what processing the video costs a cold request."""
+    pre_engine_delay_ms: float = Field(ge=0)
+    """Each request's time before the engine that does not hold up other requests."""
+
+
+class LabSweep(BaseModel):
+    """A workload and fleet to run, in the simulated deployment's time."""
+
+    model_config = ConfigDict(frozen=True)
+
+    workers: int = Field(gt=0)
+    questions: int = Field(gt=0)
+    output_tokens: int = Field(gt=0)
+    concurrencies: tuple[int, ...] = Field(min_length=1)
+    waves: float = Field(default=2.0, gt=0)
+    affinity_ttl_seconds: int = Field(default=300, gt=0)
+    turn_jitter_ms: float = Field(default=0.0, ge=0)
+    seed: int = 42
+
+    def videos(self, concurrency: int) -> int:
+        return max(MIN_VIDEOS, round(self.waves * concurrency))
+
+
+Runner = Callable[[RoutingProfile, LabKnobs, LabSweep, float], list[LevelResult]]
+"""(profile, knobs, sweep, slowdown) -> each level's result, in the deployment's time."""
+
+
+def rescaled(level: LevelResult, slowdown: float) -> LevelResult:
+    """A level measured `slowdown` times slower than the deployment, in the deployment's time."""
+    return level.model_copy(
+        update={
+            "requests_per_second": level.requests_per_second * slowdown,
+            "output_tokens_per_second": level.output_tokens_per_second * slowdown,
+            "ttft_p50_ms": level.ttft_p50_ms / slowdown,
+            "ttft_p95_ms": level.ttft_p95_ms / slowdown,
+            "request_latency_p50_ms": level.request_latency_p50_ms / slowdown,
+            "request_latency_mean_ms": (
+                None
+                if level.request_latency_mean_ms is None
+                else level.request_latency_mean_ms / slowdown
+            ),
+        }
+    )
+
+
+class LabRunner:
+    """The real runner: a lab graph per call, one perf stage per level, under `out`."""
+
+    def __init__(self, out: Path, say: Callable[[str], None] = print) -> None:
+        self.out = out
+        self.say = say
+        self.runs = 0
+
+    def __call__(
+        self, profile: RoutingProfile, knobs: LabKnobs, sweep: LabSweep, slowdown: float
+    ) -> list[LevelResult]:
+        self.runs += 1
+        run_dir = self.out / f"{self.runs:02d}-{profile.value}"
+        ttl = round(sweep.affinity_ttl_seconds * slowdown)
+        spec = GraphSpec(
+            routing=routing_for(profile, ttl),
+            workers=sweep.workers,
+            mocker_args=knobs.speed.mocker_args(slowdown),
+            pre_engine_delay_ms=knobs.pre_engine_delay_ms * slowdown,
+        )
+        tools = lab_tools(spec.install)
+        results = []
+        with LabGraph(spec, run_dir / "graph") as graph:
+            for concurrency in sweep.concurrencies:
+                self.say(f"{profile.value}: concurrency {concurrency}, "
+                         f"{sweep.videos(concurrency)} videos x {sweep.questions} questions, "
+                         f"running {slowdown:g}x slower than the deployment")  # fmt: skip
+                workload = _level_workload(knobs, sweep, concurrency, slowdown)
+                swept = targets.run_perf(
+                    graph.outputs,
+                    workload,
+                    run_dir / f"c{concurrency}",
+                    MODEL_WAIT_SECONDS,
+                    ClusterOptions(),
+                    tools,
+                )
+                results.append(rescaled(swept.levels[0], slowdown))
+        return results
+
+
+def _level_workload(
+    knobs: LabKnobs, sweep: LabSweep, concurrency: int, slowdown: float
+) -> PerfWorkload:
+    return PerfWorkload(
+        videos=sweep.videos(concurrency),
+        questions=sweep.questions,
+        output_tokens=sweep.output_tokens,
+        concurrencies=(concurrency,),
+        prefix_tokens=knobs.prefix_tokens,
+        turn_jitter_ms=round(sweep.turn_jitter_ms * slowdown),
+        seed=sweep.seed,
+    )

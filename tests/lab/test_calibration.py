@@ -1,0 +1,179 @@
+"""Calibration and prediction against a stand-in lab (`fake_lab.FakeLab`): the algebra, the
+correction loop, and that only the reference row is read."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from components.routing import RoutingProfile
+from lab.calibration import Calibration, CalibrationError, calibrate, first_knobs
+from lab.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, MeasuredTable
+from lab.mocker_timing import prefill_ms
+from lab.prediction import cell_errors, predict
+from lab.service_times import ModelMismatch, ServiceTimes
+from lab.sweep import LabSweep
+from tests.lab.fake_lab import FakeLab
+
+RR, AFF = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
+
+
+def latencies(
+    warm: float, cold: float, workers: int = 8, questions: int = 20
+) -> dict[RoutingProfile, float]:
+    spread = min(workers, questions)
+    return {
+        RR: (spread * cold + (questions - spread) * warm) / questions,
+        AFF: (cold + (questions - 1) * warm) / questions,
+    }
+
+
+def test_warm_and_cold_come_back_from_the_two_mean_latencies() -> None:
+    times = ServiceTimes.solve(latencies(365.0, 762.0), 58.0, 8, 20, 128)
+
+    assert times.warm_ms == pytest.approx(365.0)
+    assert times.cold_ms == pytest.approx(762.0)
+    assert times.itl_ms == pytest.approx((365.0 - 58.0) / 127)
+
+
+def test_the_recipe_row_gives_the_times_its_requests_per_second_imply() -> None:
+    times = ServiceTimes.of_row(RECIPE_TABLE.row(1), 8, 20, 128)
+    again = latencies(times.warm_ms, times.cold_ms)
+
+    assert 1000 / again[RR] == pytest.approx(1.91)
+    assert 1000 / again[AFF] == pytest.approx(2.60)
+    assert times.warm_ttft_ms == 58
+
+
+def test_a_row_where_round_robin_wins_is_refused_with_the_reason() -> None:
+    with pytest.raises(ModelMismatch, match="TTFT < warm < cold"):
+        ServiceTimes.solve({RR: 300.0, AFF: 400.0}, 58.0, 8, 20, 128)
+
+
+def test_first_knobs_put_the_cold_extra_into_the_prefix_and_the_rest_before_the_engine() -> None:
+    targets = ServiceTimes.of_row(RECIPE_TABLE.row(1), 8, 20, 128)
+
+    knobs = first_knobs(targets, 40, warm_engine_ms=None)
+
+    engine_extra = (
+        prefill_ms(knobs.prefix_tokens + 40) - prefill_ms(40 + 32)
+    ) / knobs.speed.speedup
+    assert engine_extra == pytest.approx(targets.cold_extra_ms, rel=0.01)
+    assert knobs.speed.speedup == pytest.approx(1.0)
+    assert knobs.pre_engine_delay_ms == pytest.approx(targets.warm_ttft_ms - prefill_ms(72))
+
+
+def test_a_slower_engine_needs_a_shorter_prefix_and_less_delay() -> None:
+    targets = ServiceTimes.of_row(RECIPE_TABLE.row(1), 8, 20, 128)
+
+    fast, slow = first_knobs(targets, 40, None), first_knobs(targets, 40, warm_engine_ms=50.0)
+
+    assert slow.speed.speedup < fast.speed.speedup
+    assert slow.prefix_tokens < fast.prefix_tokens
+    assert slow.pre_engine_delay_ms == pytest.approx(8.0)
+
+
+def test_calibration_corrects_what_the_formulas_do_not_know(tmp_path: Path) -> None:
+    lab = FakeLab(overhead_ms=9.0)
+
+    calibration = calibrate(RECIPE_TABLE, 1, lab, slowdown=4, say=lambda _: None)
+
+    assert calibration.converged and len(calibration.checks) >= 2
+    first = calibration.checks[0].errors["warm_ttft_ms"]
+    assert first > 0.1  # the overhead made the first guess miss the first token
+    assert all(abs(error) <= 0.02 for error in calibration.checks[-1].errors.values())
+    assert Calibration.load(calibration.save(tmp_path / "c.json")) == calibration
+    assert {call[3] for call in lab.calls} == {4}
+
+
+def test_calibration_that_cannot_converge_says_so() -> None:
+    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, tolerance=1e-9, max_runs=2,
+                            say=lambda _: None)  # fmt: skip
+
+    assert not calibration.converged and len(calibration.checks) == 2
+
+
+def altered(table: MeasuredTable, keep: int) -> MeasuredTable:
+    """Every row but `keep` changed in every number."""
+
+    def scaled(metrics: LevelMetrics, by: float) -> LevelMetrics:
+        values = metrics.model_dump()
+        return LevelMetrics(**{k: v * by if v is not None else None for k, v in values.items()})
+
+    rows = tuple(
+        row if row.concurrency == keep else MeasuredRow(
+            concurrency=row.concurrency,
+            round_robin=scaled(row.round_robin, 1.7),
+            session_affinity=scaled(row.session_affinity, 0.6),
+        )
+        for row in table.rows
+    )  # fmt: skip
+    return table.model_copy(update={"rows": rows})
+
+
+def test_calibration_and_prediction_read_only_the_reference_row() -> None:
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2, 4, 8, 16))
+    changed = altered(RECIPE_TABLE, keep=1)
+    assert changed.row(16) != RECIPE_TABLE.row(16) and changed.row(1) == RECIPE_TABLE.row(1)
+
+    results = []
+    for table in (RECIPE_TABLE, changed):
+        calibration = calibrate(table, 1, FakeLab(), 4, say=lambda _: None)
+        prediction = predict(calibration, sweep, FakeLab(), 4)
+        results.append((calibration.knobs, calibration.targets, prediction.rows))
+
+    assert results[0] == results[1]
+
+
+def test_a_missing_reference_level_names_the_levels_there_are() -> None:
+    with pytest.raises(KeyError, match="has no concurrency 3; it has 1, 2, 4, 8, 16"):
+        calibrate(RECIPE_TABLE, 3, FakeLab(), 4, say=lambda _: None)
+
+
+def test_prediction_uses_littles_law_and_every_cell_is_compared() -> None:
+    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, say=lambda _: None)
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 16))
+
+    prediction = predict(calibration, sweep, FakeLab(), 4)
+
+    c16 = prediction.rows[1]
+    lab_mean = c16.lab[RR.value].request_latency_mean_ms
+    assert lab_mean is not None
+    assert c16.round_robin.requests_per_second == pytest.approx(16 * 1000 / lab_mean)
+    cells = cell_errors(prediction.table(), RECIPE_TABLE)
+    # c=1: req/s and TTFT p50 of each profile, and the gain; c=16: all five of each, and the gain
+    assert len(cells) == 5 + 11
+    rr_rps = next(
+        c for c in cells if c.concurrency == 1 and c.column == "round-robin requests_per_second"
+    )
+    assert rr_rps.error == pytest.approx(rr_rps.predicted / 1.91 - 1)
+
+
+def test_round_robin_in_lockstep_is_predicted_as_if_it_scattered() -> None:
+    # The lab's round robin keeps a video on fewer workers than a real cluster's scatter; each
+    # cache hit a scatter would not have had is charged one video's processing.
+    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, say=lambda _: None)
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2))
+
+    scattered = predict(calibration, sweep, FakeLab(), 4).rows[1]
+    lockstep = predict(calibration, sweep, FakeLab(lockstep_cold_workers=5.0), 4).rows[1]
+
+    assert lockstep.round_robin_cache_hits == pytest.approx(1 - 5 / 20)
+    assert lockstep.round_robin_cache_hits > lockstep.scatter_cache_hits
+    assert lockstep.round_robin_scatter_correction < -0.03
+    assert scattered.round_robin_scatter_correction == pytest.approx(0, abs=1e-6)
+    # What is left is the fake's queueing, which grows the cold extra by 4% at concurrency 2.
+    assert lockstep.round_robin.requests_per_second == pytest.approx(
+        scattered.round_robin.requests_per_second, rel=0.01
+    )
+    assert lockstep.session_affinity == scattered.session_affinity
+
+
+def test_a_calibration_file_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "c.json").write_text("{}")
+
+    with pytest.raises(CalibrationError, match="is not a lab calibration"):
+        Calibration.load(tmp_path / "c.json")
+    with pytest.raises(CalibrationError, match="run `lab calibrate` first"):
+        Calibration.load(tmp_path / "missing.json")
