@@ -130,8 +130,23 @@ def _add_what_if(parser: argparse.ArgumentParser) -> None:
                          help="pause of 0..N ms before each follow-up question (default 0)")  # fmt: skip
 
 
+def _check_out(out: Path) -> None:
+    """Before any lab run: a run of minutes must not end in a folder it cannot write."""
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        reason = error.strerror or type(error).__name__
+        raise ValueError(f"--out {out}: cannot make the folder ({reason})") from None
+
+
 def _calibrate(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     table = MeasuredTable.from_results(*args.results) if args.results else RECIPE_TABLE
+    if args.reference_concurrency not in table.concurrencies:
+        raise ValueError(
+            f"--reference-concurrency {args.reference_concurrency}: {table.source} has no such "
+            f"level; choose one of {', '.join(map(str, table.concurrencies))}"
+        )
     slowdown = args.slowdown or DEFAULT_SLOWDOWN
     runner = LabRunner(args.out / "calibration-runs")
     calibration = calibrate(table, args.reference_concurrency, runner, slowdown,
@@ -165,6 +180,7 @@ def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     given = MeasuredTable.from_results(*args.results) if args.results else None
     sweep = _sweep(args, calibration, given)
@@ -179,6 +195,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     prediction = Prediction.load(args.out / PREDICTION_FILE).reassembled(calibration)
     check = args.out / CHECK_FILE
@@ -205,6 +222,7 @@ def _write(
 
 
 def _capacity(args: argparse.Namespace) -> int:
+    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     sweep = _sweep(args, calibration)
     plan = plan_capacity(calibration, RoutingProfile(args.profile), sweep, args.target_rps,

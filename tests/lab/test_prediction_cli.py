@@ -88,6 +88,44 @@ def test_bad_options_exit_2_naming_them(
     assert message in capsys.readouterr().err
 
 
+def test_a_reference_level_the_table_lacks_exits_2_naming_the_option(
+    fake_lab: FakeLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["calibrate", "--out", str(tmp_path), "--reference-concurrency", "3"]
+
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--reference-concurrency 3: " in error and "choose one of 1, 2, 4, 8, 16" in error
+    assert fake_lab.calls == []
+
+
+@pytest.mark.parametrize(
+    ("command", "message"),
+    [
+        (["predict", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
+        (["calibrate", "--results", "{dir}", "{dir}"], "--results {dir} cannot be read"),
+        (["report", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
+        (["calibrate", "--out", "{file}/out"], "--out {file}/out: cannot make the folder"),
+    ],
+)
+def test_a_folder_or_file_in_the_wrong_place_exits_2_naming_it(
+    fake_lab: FakeLab,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: list[str],
+    message: str,
+) -> None:
+    (tmp_path / "a-file").write_text("x")
+    paths = {"dir": str(tmp_path), "file": str(tmp_path / "a-file")}
+    argv = [part.format(**paths) for part in command]
+    if "--out" not in argv:
+        argv += ["--out", str(tmp_path / "out")]
+
+    assert main(argv) == 2
+    assert message.format(**paths) in capsys.readouterr().err
+    assert fake_lab.calls == []
+
+
 def test_predicting_without_a_calibration_says_how_to_make_one(
     fake_lab: FakeLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
