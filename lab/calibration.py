@@ -29,7 +29,7 @@ from lab.measured_table import AFF, RR, MeasuredRow, MeasuredTable
 from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
 from lab.service_times import ServiceTimes
 from lab.sweep import LabKnobs, LabSweep, Runner
-from stages.core.model_files import write_model
+from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult
 
 DEFAULT_QUESTION_TOKENS = 40
@@ -80,12 +80,9 @@ class Calibration(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Calibration:
-        try:
-            return cls.model_validate_json(path.read_text())
-        except FileNotFoundError:
-            raise CalibrationError(f"no calibration at {path}: run `lab calibrate` first") from None
-        except ValueError as error:
-            raise CalibrationError(f"{path} is not a lab calibration: {error}") from None
+        return read_model(
+            cls, path, "lab calibration", "run `lab calibrate` first", CalibrationError
+        )
 
 
 def solve_prefix_tokens(engine_ms: float, question_tokens: int) -> int:

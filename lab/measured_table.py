@@ -99,6 +99,9 @@ class MeasuredTable(BaseModel):
             rr, aff = ProfileResults.load(round_robin), ProfileResults.load(session_affinity)
         except ResultsError as error:  # input to read, not a stage that failed: bad usage
             raise ValueError(str(error)) from None
+        except OSError as error:  # a directory, no permission (a missing file is a ResultsError)
+            reason = error.strerror or type(error).__name__
+            raise ValueError(f"--results {error.filename} cannot be read ({reason})") from None
         if rr.workload != aff.workload or rr.workers != aff.workers:
             raise ValueError(
                 f"{round_robin} and {session_affinity} ran different workloads or fleets; "

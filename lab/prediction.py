@@ -27,7 +27,7 @@ from lab.calibration import Calibration
 from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
 from lab.service_times import expected_cold_workers
 from lab.sweep import LabSweep, Runner
-from stages.core.model_files import write_model
+from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult
 
 
@@ -56,12 +56,7 @@ class Prediction(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> Prediction:
-        try:
-            return cls.model_validate_json(path.read_text())
-        except FileNotFoundError:
-            raise ValueError(f"no prediction at {path}: run `lab predict` first") from None
-        except ValueError as error:
-            raise ValueError(f"{path} is not a lab prediction: {error}") from None
+        return read_model(cls, path, "lab prediction", "run `lab predict` first")
 
     def save(self, path: Path) -> Path:
         return write_model(self, path)

@@ -1,10 +1,13 @@
-"""Typed records (pydantic models) as the JSON files the stages and the lab write."""
+"""Typed records (pydantic models) as the JSON files the stages and the lab write and read."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TypeVar
 
 from pydantic import BaseModel
+
+Model = TypeVar("Model", bound=BaseModel)
 
 
 def write_model(model: BaseModel, path: Path) -> Path:
@@ -12,3 +15,23 @@ def write_model(model: BaseModel, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(model.model_dump_json(indent=2) + "\n")
     return path
+
+
+def read_model(
+    model_type: type[Model],
+    path: Path,
+    what: str,
+    how_to_make_one: str,
+    error: type[ValueError] = ValueError,
+) -> Model:
+    """The record at `path`; anything else (missing, a directory, unreadable, not JSON, not this
+    record) is `error` with a message naming the path and, for a missing file, how to make one."""
+    try:
+        return model_type.model_validate_json(path.read_text())
+    except FileNotFoundError:
+        raise error(f"no {what} at {path}: {how_to_make_one}") from None
+    except OSError as problem:  # a directory, no permission
+        reason = problem.strerror or type(problem).__name__
+        raise error(f"{path} cannot be read as a {what} ({reason})") from None
+    except ValueError as problem:  # not UTF-8, not JSON, not this record
+        raise error(f"{path} is not a {what}: {problem}") from None
