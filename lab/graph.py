@@ -245,7 +245,7 @@ class LabGraph:
             time.sleep(POLL_SECONDS)
         raise LabGraphError(
             f"lab graph not ready after {self.spec.startup_timeout_seconds:.0f} s ({state})\n"
-            + self._log_tails()
+            + self.log_tails()
         )
 
     def exited(self) -> list[GroupProcess]:
@@ -256,11 +256,9 @@ class LabGraph:
         exited = self.exited()
         if exited:
             names = ", ".join(f"{p.name} (exit {p.exit_code()})" for p in exited)
-            raise LabGraphError(
-                f"lab process exited during start-up: {names}\n" + self._log_tails()
-            )
+            raise LabGraphError(f"lab process exited during start-up: {names}\n" + self.log_tails())
 
-    def _log_tails(self) -> str:
+    def log_tails(self) -> str:
         # The frontend and the first crashed worker (else the first worker) tell the story.
         workers = self.processes[1:]
         crashed = [p for p in workers if p.exit_code() is not None]

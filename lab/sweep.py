@@ -29,6 +29,7 @@ from stages import targets
 from stages.cluster.run import ClusterOptions
 from stages.core.results import LevelResult
 from stages.core.workload import PerfWorkload
+from stages.errors import StageError
 
 MIN_VIDEOS = 2
 MODEL_WAIT_SECONDS = 60.0
@@ -114,14 +115,18 @@ class LabRunner:
                          f"{sweep.videos(concurrency)} videos x {sweep.questions} questions, "
                          f"running {slowdown:g}x slower than the deployment")  # fmt: skip
                 workload = _level_workload(knobs, sweep, concurrency, slowdown)
-                swept = targets.run_perf(
-                    graph.outputs,
-                    workload,
-                    run_dir / f"c{concurrency}",
-                    MODEL_WAIT_SECONDS,
-                    ClusterOptions(),
-                    tools,
-                )
+                try:
+                    swept = targets.run_perf(
+                        graph.outputs,
+                        workload,
+                        run_dir / f"c{concurrency}",
+                        MODEL_WAIT_SECONDS,
+                        ClusterOptions(),
+                        tools,
+                    )
+                except StageError as error:
+                    # The graph's own story of the failure, before its processes are stopped.
+                    raise type(error)(f"{error}\n{graph.log_tails()}") from error
                 results.append(rescaled(swept.levels[0], slowdown))
         return results
 

@@ -44,6 +44,9 @@ class LevelResult(BaseModel):
     cached_prompt_tokens: int
     request_latency_mean_ms: float | None = None
     """None in results written before it was recorded; the lab's predictions need it."""
+    error_kinds: list[str] = []
+    """Why requests failed, one line per kind as AIPerf groups them: `<count> x <code> <type>:
+    <message>` (the message shortened). Empty when none failed."""
 
     @property
     def cache_hit_ratio(self) -> float:
@@ -106,6 +109,19 @@ def _error_count(export: dict[str, Any]) -> int:
     return sum(int(item.get("count", 0)) for item in export.get("error_summary") or [])
 
 
+ERROR_MESSAGE_CHARS = 200
+
+
+def _error_kinds(export: dict[str, Any]) -> list[str]:
+    kinds = []
+    for item in export.get("error_summary") or []:
+        details = item.get("error_details") or {}
+        label = " ".join(str(details[key]) for key in ("code", "type") if details.get(key))
+        message = " ".join(str(details.get("message", "")).split())[:ERROR_MESSAGE_CHARS]
+        kinds.append(f"{item.get('count', '?')} x {label or 'error'}: {message}")
+    return kinds
+
+
 def _profiling_concurrency(export: dict[str, Any]) -> int:
     phases = (export.get("input_config") or {}).get("phases") or []
     for phase in phases:
@@ -128,6 +144,7 @@ def parse_level(export: dict[str, Any]) -> LevelResult:
         output_tokens_per_second=_metric(export, "output_token_throughput", "avg"),
         request_count=int(_metric(export, "request_count", "avg")),
         error_count=_error_count(export),
+        error_kinds=_error_kinds(export),
         output_tokens_mean=_metric(export, "output_sequence_length", "avg"),
         prompt_tokens=int(_metric(export, "total_usage_prompt_tokens", "avg", default=0.0)),
         cached_prompt_tokens=int(

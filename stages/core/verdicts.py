@@ -114,6 +114,7 @@ def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
     problems = []
     if level.error_count:
         problems.append(f"concurrency {level.concurrency}: {level.error_count} requests failed")
+        problems += [f"  {kind}" for kind in level.error_kinds]
     if level.request_count != workload.requests_per_level:
         problems.append(
             f"concurrency {level.concurrency}: {level.request_count} requests completed, "

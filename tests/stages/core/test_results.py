@@ -56,6 +56,27 @@ def test_failed_requests_are_counted_and_break_the_promise(aiperf_export: dict[s
     assert check_level(level, FIXTURE_WORKLOAD) == ["concurrency 2: 2 requests failed"]
 
 
+def test_the_failure_says_why_each_kind_of_request_failed(aiperf_export: dict[str, Any]) -> None:
+    # The shape AIPerf 0.13.0 exports (`ErrorDetailsCount.model_dump(mode="json")`).
+    reset = {"code": None, "type": "ServerDisconnectedError", "message": "Server\n disconnected"}
+    export = copy.deepcopy(aiperf_export) | {
+        "error_request_count": {"unit": "requests", "avg": 3.0},
+        "error_summary": [
+            {"error_details": reset | {"cause": None}, "count": 1},
+            {"error_details": {"code": 503, "type": "Service Unavailable", "message": "x" * 900},
+             "count": 2},
+        ],
+    }  # fmt: skip
+
+    problems = check_level(parse_level(export), FIXTURE_WORKLOAD)
+
+    assert problems == [
+        "concurrency 2: 3 requests failed",
+        "  1 x ServerDisconnectedError: Server disconnected",
+        "  2 x 503 Service Unavailable: " + "x" * 200,
+    ]
+
+
 def test_a_short_answer_breaks_the_exact_length_promise(aiperf_export: dict[str, Any]) -> None:
     workload = FIXTURE_WORKLOAD.model_copy(update={"output_tokens": 128})
 
