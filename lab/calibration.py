@@ -11,10 +11,11 @@ warm first token's. The lab's knobs follow (`lab.sweep.LabKnobs`):
   request;
 - the decode speed: a warm request's time after its first token over its output tokens.
 
-Then the lab runs the reference level for both profiles and measures the same three times; each
-miss corrects its knob (the lab's own overhead is not in the formulas), until every time is
-within `tolerance` or `max_runs` is spent. The file keeps the reference row, the targets, the
-knobs and every check, so that a prediction can say what it stands on.
+Then the lab runs concurrency 1 for both profiles (the reference level, by default) and measures
+the same three times; each miss corrects its knob (the lab's own overhead is not in the
+formulas), until every time is within `tolerance` or `max_runs` is spent. The file keeps the
+reference row, the targets, the knobs and every check, so that a prediction can say what it
+stands on, and need not run the last check's level again.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.routing import RoutingProfile
 from lab.measured_table import AFF, RR, MeasuredRow, MeasuredTable
 from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
 from lab.service_times import ServiceTimes
@@ -38,6 +40,7 @@ the first check measures it."""
 CALIBRATION_VIDEOS = 2
 """Videos per profile in each check: at concurrency 1 every video repeats the same pattern."""
 MAX_PREFIX_TOKENS = 200_000
+CHECK_CONCURRENCY = 1
 
 
 class CalibrationError(ValueError):
@@ -77,6 +80,22 @@ class Calibration(BaseModel):
 
     def save(self, path: Path) -> Path:
         return write_model(self, path)
+
+    def checked_levels(
+        self, sweep: LabSweep, slowdown: float
+    ) -> dict[RoutingProfile, LevelResult] | None:
+        """Both profiles' level from the last check, when `sweep` would run that level exactly
+        as the check did (same fleet, workload, videos, knobs and slowdown): a prediction need
+        not run it again. None otherwise."""
+        last = self.checks[-1] if self.checks else None
+        if last is None or last.knobs != self.knobs or slowdown != self.slowdown:
+            return None
+        if CHECK_CONCURRENCY not in sweep.concurrencies:
+            return None
+        checked = check_sweep(self.workers, self.questions, self.output_tokens)
+        if sweep.level(CHECK_CONCURRENCY) != checked.level(CHECK_CONCURRENCY):
+            return None
+        return {RR: last.round_robin, AFF: last.session_affinity}
 
     @classmethod
     def load(cls, path: Path) -> Calibration:
@@ -175,13 +194,7 @@ def calibrate(
     targets = ServiceTimes.of_row(row, table.workers, table.questions, table.output_tokens)
     question_tokens = DEFAULT_QUESTION_TOKENS
     knobs = first_knobs(targets, question_tokens, warm_engine_ms)
-    sweep = LabSweep(
-        workers=table.workers,
-        questions=table.questions,
-        output_tokens=table.output_tokens,
-        concurrencies=(1,),
-        waves=CALIBRATION_VIDEOS,
-    )
+    sweep = check_sweep(table.workers, table.questions, table.output_tokens)
     checks: list[Check] = []
     while True:
         check = _check(knobs, targets, sweep, run, slowdown)
@@ -205,6 +218,18 @@ def calibrate(
         tolerance=tolerance,
         converged=converged,
         checks=tuple(checks),
+    )
+
+
+def check_sweep(workers: int, questions: int, output_tokens: int) -> LabSweep:
+    """What each check runs: the measured fleet and workload at concurrency 1, where the lab's
+    times are service times (a reference row above 1 is read as if it were one, see above)."""
+    return LabSweep(
+        workers=workers,
+        questions=questions,
+        output_tokens=output_tokens,
+        concurrencies=(CHECK_CONCURRENCY,),
+        waves=CALIBRATION_VIDEOS,
     )
 
 

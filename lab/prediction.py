@@ -17,6 +17,7 @@ share of warm requests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -53,6 +54,8 @@ class Prediction(BaseModel):
     sweep: LabSweep
     slowdown: float = Field(gt=0)
     rows: tuple[PredictedRow, ...]
+    reused_concurrency: int | None = None
+    """The level taken from the calibration's last check instead of being run again."""
 
     @classmethod
     def load(cls, path: Path) -> Prediction:
@@ -66,7 +69,7 @@ class Prediction(BaseModel):
         model or the report); runs nothing."""
         results = {p: [LevelResult.model_validate(row.lab[p.value]) for row in self.rows]
                    for p in (RR, AFF)}  # fmt: skip
-        return assemble(calibration, self.sweep, self.slowdown, results)
+        return assemble(calibration, self.sweep, self.slowdown, results, self.reused_concurrency)
 
     def table(self) -> MeasuredTable:
         return MeasuredTable(
@@ -102,9 +105,27 @@ def predicted_metrics(level: LevelResult, output_tokens: int, mean_ms: float) ->
     )
 
 
-def predict(calibration: Calibration, sweep: LabSweep, run: Runner, slowdown: float) -> Prediction:
-    results = {profile: run(profile, calibration.knobs, sweep, slowdown) for profile in (RR, AFF)}
-    return assemble(calibration, sweep, slowdown, results)
+def predict(
+    calibration: Calibration,
+    sweep: LabSweep,
+    run: Runner,
+    slowdown: float,
+    say: Callable[[str], None] = print,
+) -> Prediction:
+    """Run the sweep for both profiles, except a level the calibration's last check already ran
+    the same way (`Calibration.checked_levels`), and assemble the prediction."""
+    checked = calibration.checked_levels(sweep, slowdown)
+    reused = checked[RR].concurrency if checked else None
+    if reused is not None:
+        say(f"concurrency {reused}: the calibration's last check ran this very level; not again")
+    rest = sweep.without(reused) if reused is not None else sweep
+    results = {}
+    for profile in (RR, AFF):
+        ran = iter(run(profile, calibration.knobs, rest, slowdown) if rest else [])
+        results[profile] = [
+            checked[profile] if checked and c == reused else next(ran) for c in sweep.concurrencies
+        ]
+    return assemble(calibration, sweep, slowdown, results, reused)
 
 
 def assemble(
@@ -112,6 +133,7 @@ def assemble(
     sweep: LabSweep,
     slowdown: float,
     results: dict[RoutingProfile, list[LevelResult]],
+    reused_concurrency: int | None = None,
 ) -> Prediction:
     """The prediction from the lab's levels of both profiles (already in the deployment's time)."""
     rows = [
@@ -124,6 +146,7 @@ def assemble(
         sweep=sweep,
         slowdown=slowdown,
         rows=tuple(rows),
+        reused_concurrency=reused_concurrency,
     )
 
 

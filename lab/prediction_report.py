@@ -62,6 +62,10 @@ def render(
              f"{prediction.slowdown:g}x slower than real time)")  # fmt: skip
     lines = [title, ""]
     lines += _calibration_section(calibration)
+    if prediction.reused_concurrency is not None:
+        reused = (f"Concurrency {prediction.reused_concurrency} is the calibration's last "
+                  "check: the same level, knobs, videos and slowdown, not run again.")  # fmt: skip
+        lines += [reused, ""]
     lines += _predicted_table(prediction.table())
     if measured is not None:
         cells = cell_errors(prediction.table(), measured)

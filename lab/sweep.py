@@ -64,6 +64,17 @@ class LabSweep(BaseModel):
     def videos(self, concurrency: int) -> int:
         return max(MIN_VIDEOS, round(self.waves * concurrency))
 
+    def level(self, concurrency: int) -> LabSweep:
+        """This sweep's run of one level as a sweep of its own (the same videos): two sweeps
+        whose `level(c)` are equal run level `c` the same way."""
+        waves = self.videos(concurrency) / concurrency
+        return self.model_copy(update={"concurrencies": (concurrency,), "waves": waves})
+
+    def without(self, concurrency: int) -> LabSweep | None:
+        """The sweep without one level; None when that was its only one."""
+        rest = tuple(c for c in self.concurrencies if c != concurrency)
+        return self.model_copy(update={"concurrencies": rest}) if rest else None
+
 
 Runner = Callable[[RoutingProfile, LabKnobs, LabSweep, float], list[LevelResult]]
 """(profile, knobs, sweep, slowdown) -> each level's result, in the deployment's time."""

@@ -12,6 +12,7 @@ from lab.calibration import Calibration, CalibrationError, calibrate, first_knob
 from lab.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, MeasuredTable
 from lab.mocker_timing import prefill_ms
 from lab.prediction import cell_errors, predict
+from lab.prediction_report import render
 from lab.service_times import ModelMismatch, ServiceTimes
 from lab.sweep import LabSweep
 from tests.lab.fake_lab import FakeLab
@@ -168,6 +169,42 @@ def test_round_robin_in_lockstep_is_predicted_as_if_it_scattered() -> None:
         scattered.round_robin.requests_per_second, rel=0.01
     )
     assert lockstep.session_affinity == scattered.session_affinity
+
+
+def test_prediction_takes_the_level_the_calibration_last_checked_instead_of_running_it() -> None:
+    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, say=lambda _: None)
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2))
+    lab, said = FakeLab(), []
+
+    prediction = predict(calibration, sweep, lab, 4, say=said.append)
+
+    assert [call[2].concurrencies for call in lab.calls] == [(2,), (2,)]
+    last = calibration.checks[-1]
+    assert prediction.rows[0].lab == {RR.value: last.round_robin, AFF.value: last.session_affinity}
+    assert [row.concurrency for row in prediction.rows] == [1, 2]
+    assert prediction.reused_concurrency == 1 and "not again" in said[0]
+    assert "Concurrency 1 is the calibration's last check" in render(prediction, calibration, None)
+    only_checked = predict(calibration, sweep.model_copy(update={"concurrencies": (1,)}), lab, 4,
+                           say=said.append)  # fmt: skip
+    assert len(lab.calls) == 2 and only_checked.rows[0] == prediction.rows[0]
+
+
+@pytest.mark.parametrize(
+    ("change", "slowdown"),
+    [({"waves": 3.0}, 4), ({"workers": 4}, 4), ({"affinity_ttl_seconds": 60}, 4), ({}, 8)],
+)
+def test_a_level_run_any_other_way_than_the_check_runs_again(
+    change: dict[str, object], slowdown: float
+) -> None:
+    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, say=lambda _: None)
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2))
+    lab = FakeLab()
+
+    prediction = predict(calibration, sweep.model_copy(update=change), lab, slowdown,
+                         say=lambda _: None)  # fmt: skip
+
+    assert [call[2].concurrencies for call in lab.calls] == [(1, 2), (1, 2)]
+    assert prediction.reused_concurrency is None
 
 
 def test_a_calibration_file_that_is_not_one_is_refused(tmp_path: Path) -> None:

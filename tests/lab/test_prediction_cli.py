@@ -15,6 +15,7 @@ from lab.calibration import Calibration, calibrate
 from lab.capacity import fleet_capacity, plan_capacity
 from lab.measured_table import RECIPE_TABLE
 from lab.mocker_timing import EngineSpeed
+from lab.prediction import Prediction
 from lab.sweep import LabKnobs, LabSweep
 from stages.core.results import ProfileResults
 from stages.core.workload import PerfWorkload
@@ -213,7 +214,10 @@ def test_a_clusters_own_results_calibrate_the_lab_and_are_the_table_it_predicts(
     assert calibration.knobs.prefix_tokens == pytest.approx(truth.prefix_tokens, rel=0.05)
     report = (tmp_path / "prediction.md").read_text()
     assert f"## Against {results[0]} and {results[1]}" in report
-    assert fake_lab.calls[-1][2].concurrencies == (1, 4)
+    prediction = Prediction.load(tmp_path / "prediction.json")
+    assert [row.concurrency for row in prediction.rows] == [1, 4]
+    assert prediction.reused_concurrency == 1  # the calibration's last check ran it
+    assert fake_lab.calls[-1][2].concurrencies == (4,)
 
 
 def test_results_of_different_workloads_are_not_one_table(
