@@ -1,5 +1,6 @@
 """The real runner (`lab.sweep.LabRunner`): a lab graph with the calibrated knobs, the perf stage
-per level, and the results back in the deployment's time; the pre-engine delay really delays."""
+per level, and the results back in the deployment's time; the pre-engine delay really delays; and
+`lab calibrate --results` on the results.json files a real perf stage wrote."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
+from lab.__main__ import main
+from lab.calibration import Calibration
+from lab.measured_table import MeasuredTable
 from lab.mocker_timing import EngineSpeed
+from lab.service_times import ServiceTimes
 from lab.sweep import LabKnobs, LabRunner, LabSweep
 
 pytestmark = pytest.mark.lab
@@ -37,3 +42,29 @@ def test_the_delay_reaches_the_first_token_in_the_deployments_time(tmp_path: Pat
     assert plain.request_latency_mean_ms is not None
     assert plain.request_latency_mean_ms < 1000  # 8 tokens at ~6 ms each, rescaled
     assert (tmp_path / "02-session-affinity" / "graph" / "logs" / "delay-proxy.log").exists()
+
+
+def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -> None:
+    # The "cluster" is the lab with knobs the calibration is not told; its perf stage writes each
+    # profile's results.json as it would on a cluster. One check: at this size (8 requests per
+    # profile, on two busy cores) the lab's noise is too large to show convergence.
+    truth = LabKnobs(speed=EngineSpeed(speedup=1.0, decode_speedup=1.5), prefix_tokens=12_000,
+                     pre_engine_delay_ms=30.0)  # fmt: skip
+    sweep = LabSweep(workers=2, questions=4, output_tokens=16, concurrencies=(1,))
+    cluster = LabRunner(tmp_path / "cluster", say=lambda _: None)
+    for profile in RoutingProfile:
+        cluster(profile, truth, sweep, 1.0)
+    results = [tmp_path / "cluster" / f"0{n}-{p.value}" / "c1" / "results.json"
+               for n, p in enumerate(RoutingProfile, start=1)]  # fmt: skip
+
+    argv = ["calibrate", "--out", str(tmp_path / "lab"), "--results", *map(str, results),
+            "--slowdown", "1", "--max-runs", "1"]  # fmt: skip
+    assert main(argv) == 0
+
+    calibration = Calibration.load(tmp_path / "lab" / "calibration.json")
+    row = MeasuredTable.from_results(*results).row(1)
+    assert calibration.reference == row
+    assert calibration.targets == ServiceTimes.of_row(row, workers=2, questions=4, output_tokens=16)
+    (check,) = calibration.checks
+    for level in (check.round_robin, check.session_affinity):
+        assert (level.request_count, level.error_count, level.output_tokens_mean) == (8, 0, 16)
