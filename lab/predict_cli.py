@@ -35,7 +35,7 @@ from stages.options import (
 )
 
 DEFAULT_OUT = Path("build/lab/predict")
-DEFAULT_SLOWDOWN = 8.0
+DEFAULT_SLOWDOWN = 6.0
 CALIBRATION_FILE = "calibration.json"
 PREDICTION_FILE = "prediction.json"
 CHECK_FILE = "prediction-check.json"

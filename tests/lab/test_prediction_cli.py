@@ -38,9 +38,9 @@ def test_calibrate_then_predict_writes_the_table_against_the_recipes(
     report = (tmp_path / "prediction.md").read_text()
     assert "## Against the recipe's measured table" in report
     assert "cells within 10%" in report
-    assert "## Running 16x instead of 8x slower" in report
+    assert "## Running 16x instead of 6x slower" in report
     assert "The factor does not change the answer beyond the lab's noise." in report
-    assert {call[3] for call in fake_lab.calls} == {8, 16}
+    assert {call[3] for call in fake_lab.calls} == {6, 16}
     prediction = json.loads((tmp_path / "prediction.json").read_text())
     assert [row["concurrency"] for row in prediction["rows"]] == [1, 2, 4, 8, 16]
 
@@ -66,7 +66,7 @@ def test_a_what_if_is_not_compared_with_the_recipes_table(
     assert main(["predict", "--out", str(tmp_path), "--workers", "16", "--concurrency", "32"]) == 0
 
     report = (tmp_path / "prediction.md").read_text()
-    assert "## Against" not in report and "(16 workers, run 8x slower" in report
+    assert "## Against" not in report and "(16 workers, run 6x slower" in report
     assert fake_lab.calls[-1][2].workers == 16
 
 

@@ -64,7 +64,9 @@ def committed(folder: Path) -> tuple[Calibration, Prediction, Prediction | None]
     return calibration, prediction, second
 
 
-@pytest.mark.parametrize("folder", [DOCS, DOCS / "slowdown-4x-8x"], ids=lambda f: f.name)
+@pytest.mark.parametrize(
+    "folder", [DOCS, DOCS / "slowdown-8x", DOCS / "slowdown-4x-8x"], ids=lambda f: f.name
+)
 def test_a_committed_report_is_what_its_saved_lab_levels_give(folder: Path) -> None:
     calibration, prediction, second = committed(folder)
 
