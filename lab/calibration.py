@@ -11,11 +11,12 @@ warm first token's. The lab's knobs follow (`lab.sweep.LabKnobs`):
   request;
 - the decode speed: a warm request's time after its first token over its output tokens.
 
-Then the lab runs concurrency 1 for both profiles (the reference level, by default) and measures
-the same three times; each miss corrects its knob (the lab's own overhead is not in the
-formulas), until every time is within `tolerance` or `max_runs` is spent. The file keeps the
-reference row, the targets, the knobs and every check, so that a prediction can say what it
-stands on, and need not run the last check's level again.
+Then the lab runs the reference level for both profiles and measures the same three times
+(above concurrency 1, round robin's latency corrected for the lab's lockstep as a prediction
+corrects it); each miss corrects its knob (the lab's own overhead is not in the formulas), until
+every time is within `tolerance` or `max_runs` is spent. The file keeps the reference row, the
+targets, the knobs and every check, so that a prediction can say what it stands on, and need not
+run the last check's level again.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.routing import RoutingProfile
 from lab.measured_table import AFF, RR, MeasuredRow, MeasuredTable
 from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
-from lab.service_times import ServiceTimes
+from lab.service_times import ServiceTimes, scattered_latency_ms
 from lab.sweep import LabKnobs, LabSweep, Runner
 from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult
@@ -37,10 +38,10 @@ from stages.core.results import LevelResult
 DEFAULT_QUESTION_TOKENS = 40
 """A first guess at a question's tokens after the prefix (the tiny tokenizer, the chat template);
 the first check measures it."""
-CALIBRATION_VIDEOS = 2
-"""Videos per profile in each check: at concurrency 1 every video repeats the same pattern."""
+CHECK_WAVES = 2.0
+"""Each check runs 2 x concurrency videos per profile, as a prediction does by default (so that it
+can reuse the last check); at concurrency 1 every video repeats the same pattern."""
 MAX_PREFIX_TOKENS = 200_000
-CHECK_CONCURRENCY = 1
 
 
 class CalibrationError(ValueError):
@@ -90,10 +91,11 @@ class Calibration(BaseModel):
         last = self.checks[-1] if self.checks else None
         if last is None or last.knobs != self.knobs or slowdown != self.slowdown:
             return None
-        if CHECK_CONCURRENCY not in sweep.concurrencies:
+        concurrency = self.reference.concurrency
+        if concurrency not in sweep.concurrencies:
             return None
-        checked = check_sweep(self.workers, self.questions, self.output_tokens)
-        if sweep.level(CHECK_CONCURRENCY) != checked.level(CHECK_CONCURRENCY):
+        checked = check_sweep(self.workers, self.questions, self.output_tokens, concurrency)
+        if sweep.level(concurrency) != checked.level(concurrency):
             return None
         return {RR: last.round_robin, AFF: last.session_affinity}
 
@@ -163,17 +165,20 @@ def corrected(
 
 
 def measured_times(
-    results: dict[str, LevelResult], workers: int, questions: int, output_tokens: int
+    results: dict[str, LevelResult], sweep: LabSweep, cold_extra_ms: float
 ) -> ServiceTimes:
-    """The lab's times at the reference level, from its mean latencies (already rescaled)."""
-    latency = {}
-    for profile in (RR, AFF):
-        mean = results[profile.value].request_latency_mean_ms
-        if mean is None:
-            raise CalibrationError("the lab's results have no mean request latency")
-        latency[profile] = mean
-    ttft = results[AFF.value].ttft_p50_ms
-    return ServiceTimes.solve(latency, ttft, workers, questions, output_tokens)
+    """The lab's times at the reference level, from its mean latencies (already rescaled); above
+    concurrency 1, round robin's as if it scattered (charging `cold_extra_ms` per extra hit)."""
+    rr, aff = results[RR.value], results[AFF.value]
+    (concurrency,) = sweep.concurrencies
+    if rr.request_latency_mean_ms is None or aff.request_latency_mean_ms is None:
+        raise CalibrationError("the lab's results have no mean request latency")
+    rr_mean = rr.request_latency_mean_ms
+    if concurrency > 1:  # at 1 round robin's spread is exact, in the lab too
+        rr_mean = scattered_latency_ms(rr, sweep.workers, sweep.questions, cold_extra_ms)
+    latency = {RR: rr_mean, AFF: aff.request_latency_mean_ms}
+    return ServiceTimes.solve(latency, aff.ttft_p50_ms, sweep.workers, sweep.questions,
+                              sweep.output_tokens, concurrency)  # fmt: skip
 
 
 def calibrate(
@@ -189,12 +194,13 @@ def calibrate(
     """Reads `table`'s reference row and nothing else (the other rows are for `lab predict`)."""
     row = table.row(reference_concurrency)
     if reference_concurrency != 1:
-        say(f"note: concurrency {reference_concurrency} as the reference: its latencies include "
-            "queueing that the model reads as service time; concurrency 1 is exact")  # fmt: skip
+        say(f"note: concurrency {reference_concurrency} as the reference: the first knobs read its "
+            "queueing as service time and the checks at that level correct them; concurrency 1 "
+            "is exact")  # fmt: skip
     targets = ServiceTimes.of_row(row, table.workers, table.questions, table.output_tokens)
     question_tokens = DEFAULT_QUESTION_TOKENS
     knobs = first_knobs(targets, question_tokens, warm_engine_ms)
-    sweep = check_sweep(table.workers, table.questions, table.output_tokens)
+    sweep = check_sweep(table.workers, table.questions, table.output_tokens, reference_concurrency)
     checks: list[Check] = []
     while True:
         check = _check(knobs, targets, sweep, run, slowdown)
@@ -221,15 +227,14 @@ def calibrate(
     )
 
 
-def check_sweep(workers: int, questions: int, output_tokens: int) -> LabSweep:
-    """What each check runs: the measured fleet and workload at concurrency 1, where the lab's
-    times are service times (a reference row above 1 is read as if it were one, see above)."""
+def check_sweep(workers: int, questions: int, output_tokens: int, concurrency: int) -> LabSweep:
+    """What each check runs: the reference level with the measured fleet and workload."""
     return LabSweep(
         workers=workers,
         questions=questions,
         output_tokens=output_tokens,
-        concurrencies=(CHECK_CONCURRENCY,),
-        waves=CALIBRATION_VIDEOS,
+        concurrencies=(concurrency,),
+        waves=CHECK_WAVES,
     )
 
 
@@ -237,7 +242,7 @@ def _check(
     knobs: LabKnobs, targets: ServiceTimes, sweep: LabSweep, run: Runner, slowdown: float
 ) -> Check:
     results = {p.value: run(p, knobs, sweep, slowdown)[0] for p in (RR, AFF)}
-    measured = measured_times(results, sweep.workers, sweep.questions, sweep.output_tokens)
+    measured = measured_times(results, sweep, targets.cold_extra_ms)
     aff = results[AFF.value]
     return Check(
         knobs=knobs,

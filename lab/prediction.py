@@ -6,13 +6,9 @@ of `c` sessions that always have a question in flight, which the recipe's 200 vi
 approach and the lab's few waves of videos do not (their ramp and tail would bias the lab's own
 requests/s low). Output tokens/s follow from it. TTFT and latency percentiles are the lab's.
 
-Round robin's mean latency is corrected first for the lab's lockstep: deterministic engines keep
-concurrent sessions in step, so a video keeps meeting the few workers that already cached it and
-round robin gets more cache hits than on a real cluster, where requests scatter over the workers
-(docs/lab-prediction.md, effect 1). Each warm request the lab got that a scatter would not have
-costs one video's processing, the calibration's cold extra. The lab counts cache hits in prompt
-tokens; the per-video prefix is nearly all of a prompt, so its token share stands in for the
-share of warm requests.
+Round robin's mean latency is corrected first for the lab's lockstep, which gives it more cache
+hits than a real cluster's scatter (`lab.service_times.scattered_latency_ms`; docs/lab-prediction.md,
+effect 1): each extra hit is charged the calibration's cold extra.
 """
 
 from __future__ import annotations
@@ -26,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.routing import RoutingProfile
 from lab.calibration import Calibration
 from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
-from lab.service_times import expected_cold_workers
+from lab.service_times import scatter_cache_hits, scattered_latency_ms
 from lab.sweep import LabSweep, Runner
 from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult
@@ -85,13 +81,6 @@ def mean_latency_ms(level: LevelResult) -> float:
     if level.request_latency_mean_ms is None:
         raise ValueError("the lab's level has no mean request latency")
     return level.request_latency_mean_ms
-
-
-def scattered_mean_latency_ms(
-    level: LevelResult, scatter_hits: float, cold_extra_ms: float
-) -> float:
-    """Round robin's mean latency had its requests scattered like a real cluster's (see above)."""
-    return mean_latency_ms(level) + (level.cache_hit_ratio - scatter_hits) * cold_extra_ms
 
 
 def predicted_metrics(level: LevelResult, output_tokens: int, mean_ms: float) -> LevelMetrics:
@@ -163,14 +152,10 @@ def _row(
         round_robin=metrics[RR],
         session_affinity=metrics[AFF],
         round_robin_cache_hits=rr.cache_hit_ratio,
-        scatter_cache_hits=scatter_cache_hits(sweep, rr.concurrency),
+        scatter_cache_hits=scatter_cache_hits(sweep.workers, sweep.questions, rr.concurrency),
         round_robin_scatter_correction=metrics[RR].requests_per_second / lab_rps - 1,
         lab={profile.value: level for profile, level in levels.items()},
     )
-
-
-def scatter_cache_hits(sweep: LabSweep, concurrency: int) -> float:
-    return 1 - expected_cold_workers(sweep.workers, sweep.questions, concurrency) / sweep.questions
 
 
 def level_metrics(
@@ -179,8 +164,8 @@ def level_metrics(
     """One profile's predicted metrics from its lab level (round robin's corrected for lockstep)."""
     mean = mean_latency_ms(level)
     if profile is RR:
-        scatter = scatter_cache_hits(sweep, level.concurrency)
-        mean = scattered_mean_latency_ms(level, scatter, calibration.targets.cold_extra_ms)
+        cold_extra = calibration.targets.cold_extra_ms
+        mean = scattered_latency_ms(level, sweep.workers, sweep.questions, cold_extra)
     return predicted_metrics(level, sweep.output_tokens, mean)
 
 

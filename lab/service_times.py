@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from components.routing import RoutingProfile
 from lab.measured_table import AFF, RR, MeasuredRow
+from stages.core.results import LevelResult
 
 
 class ModelMismatch(ValueError):
@@ -32,6 +33,28 @@ def expected_cold_workers(workers: int, questions: int, concurrency: int) -> flo
     if concurrency == 1:
         return float(min(workers, questions))
     return workers * (1 - (1 - 1 / workers) ** questions)
+
+
+def scatter_cache_hits(workers: int, questions: int, concurrency: int) -> float:
+    """Share of round robin's requests that find their video cached when they scatter over the
+    workers as on a real cluster (exact at concurrency 1)."""
+    return 1 - expected_cold_workers(workers, questions, concurrency) / questions
+
+
+def scattered_latency_ms(
+    level: LevelResult, workers: int, questions: int, cold_extra_ms: float
+) -> float:
+    """Round robin's mean latency in the lab had its requests scattered like a real cluster's.
+
+    Deterministic engines keep concurrent sessions in step, so a video keeps meeting the few
+    workers that already cached it and the lab's round robin gets more cache hits than a real
+    cluster's (docs/lab-prediction.md, effect 1). Each hit a scatter would not have had costs one
+    video's processing, `cold_extra_ms`. The lab counts hits in prompt tokens; the per-video
+    prefix is nearly all of a prompt, so its token share stands in for the share of requests."""
+    if level.request_latency_mean_ms is None:
+        raise ValueError("the lab's level has no mean request latency")
+    scatter = scatter_cache_hits(workers, questions, level.concurrency)
+    return level.request_latency_mean_ms + (level.cache_hit_ratio - scatter) * cold_extra_ms
 
 
 class ServiceTimes(BaseModel):

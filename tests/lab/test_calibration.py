@@ -207,6 +207,30 @@ def test_a_level_run_any_other_way_than_the_check_runs_again(
     assert prediction.reused_concurrency is None
 
 
+def test_a_reference_above_1_is_checked_at_that_level_and_not_run_again_by_the_prediction() -> None:
+    lab = FakeLab()
+    calibration = calibrate(RECIPE_TABLE, 4, lab, 4, say=lambda _: None)
+
+    assert calibration.converged
+    assert {(call[2].concurrencies, call[2].videos(4)) for call in lab.calls} == {((4,), 8)}
+    sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 4, 16))
+    again = FakeLab()
+    prediction = predict(calibration, sweep, again, 4, say=lambda _: None)
+    assert prediction.reused_concurrency == 4
+    assert [call[2].concurrencies for call in again.calls] == [(1, 16), (1, 16)]
+
+
+def test_the_labs_lockstep_at_a_reference_above_1_does_not_move_the_knobs() -> None:
+    # Round robin in lockstep (5 workers per video, not a scatter's 7.4) looks like cheaper
+    # videos; the checks correct it as a prediction does, so the prefix stays a video's cost.
+    scattered = calibrate(RECIPE_TABLE, 4, FakeLab(), 4, say=lambda _: None)
+    lockstep = calibrate(RECIPE_TABLE, 4, FakeLab(lockstep_cold_workers=5.0), 4,
+                         say=lambda _: None)  # fmt: skip
+
+    assert lockstep.converged and scattered.converged
+    assert lockstep.knobs.prefix_tokens == pytest.approx(scattered.knobs.prefix_tokens, rel=0.03)
+
+
 def test_a_calibration_file_that_is_not_one_is_refused(tmp_path: Path) -> None:
     (tmp_path / "c.json").write_text("{}")
 
