@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.routing import RoutingProfile
 from lab.calibration import Calibration
 from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
-from lab.service_times import scatter_cache_hits, scattered_latency_ms
+from lab.service_times import mean_latency_ms, scatter_cache_hits, scattered_latency_ms
 from lab.sweep import LabSweep, Runner
 from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult
@@ -75,12 +75,6 @@ class Prediction(BaseModel):
             output_tokens=self.sweep.output_tokens,
             rows=self.rows,
         )
-
-
-def mean_latency_ms(level: LevelResult) -> float:
-    if level.request_latency_mean_ms is None:
-        raise ValueError("the lab's level has no mean request latency")
-    return level.request_latency_mean_ms
 
 
 def predicted_metrics(level: LevelResult, output_tokens: int, mean_ms: float) -> LevelMetrics:

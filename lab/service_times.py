@@ -51,10 +51,14 @@ def scattered_latency_ms(
     cluster's (docs/lab-prediction.md, effect 1). Each hit a scatter would not have had costs one
     video's processing, `cold_extra_ms`. The lab counts hits in prompt tokens; the per-video
     prefix is nearly all of a prompt, so its token share stands in for the share of requests."""
+    scatter = scatter_cache_hits(workers, questions, level.concurrency)
+    return mean_latency_ms(level) + (level.cache_hit_ratio - scatter) * cold_extra_ms
+
+
+def mean_latency_ms(level: LevelResult) -> float:
     if level.request_latency_mean_ms is None:
         raise ValueError("the lab's level has no mean request latency")
-    scatter = scatter_cache_hits(workers, questions, level.concurrency)
-    return level.request_latency_mean_ms + (level.cache_hit_ratio - scatter) * cold_extra_ms
+    return level.request_latency_mean_ms
 
 
 class ServiceTimes(BaseModel):
