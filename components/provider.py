@@ -14,7 +14,7 @@ def kubernetes_provider(name: str, settings: StackSettings) -> k8s.Provider:
     resource that forgot this provider fails instead of deploying to the current context.
 
     `kubeconfig` is never None: given None, the Python SDK copies `$KUBECONFIG` verbatim into the
-    provider's config (pulumi_kubernetes 4.34.2 `provider.py`), and the provider parses that string
+    provider's config (pulumi_kubernetes 4.25.0 `provider.py`), and the provider parses that string
     as one path or as kubeconfig text (`parseKubeconfigString`); a list such as `a:b` parses as
     neither, so the provider marks the cluster unreachable: preview then skips every dry run and
     passes, and up fails. An empty string makes it load client-go's default rules instead
