@@ -1,0 +1,44 @@
+"""`python -m tools.engine build | env | path` (see the package docstring)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from tools.engine import __doc__ as package_doc
+from tools.engine.build import build
+from tools.engine.go import EngineError
+from tools.engine.layout import Engine, cache_home, located
+
+
+def shell_exports(engine: Engine) -> str:
+    lines = [f'export PATH={engine.bin}:"$PATH"']
+    lines += [f"export {name}={value}" for name, value in engine.environment().items()]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.engine", description=(package_doc or "").split("\n")[0]
+    )
+    parser.add_argument("command", choices=("build", "env", "path"))
+    args = parser.parse_args(argv)
+    home = cache_home()
+    try:
+        if args.command == "build":
+            engine = build(home)
+        else:
+            engine = located(home)
+    except EngineError as error:
+        print(error, file=sys.stderr)
+        return 1
+    if args.command == "env":
+        sys.stdout.write(shell_exports(engine))
+    elif args.command == "path":
+        print(engine.root)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

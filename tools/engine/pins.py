@@ -1,0 +1,135 @@
+"""The pins of the real tier's tools, and the cache keys made of them.
+
+Each tool is built from a wrapper module under `engine/` (its `go.mod` holds the same versions:
+tests/tools/test_engine.py checks); a tool's key hashes its pins, its wrapper module's files, the
+build recipe and the Go version, so a changed pin rebuilds that tool alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+WRAPPERS = PROJECT / "engine"
+
+# Bump when a build step changes in a way the pins and wrapper files do not show (rebuilds every
+# tool), or when the assembly of an engine from the built tools changes (cheap: no rebuild).
+BUILD_REVISION = "1"
+ASSEMBLY_REVISION = "2"
+
+PULUMI_VERSION = "3.274.1"
+LANGUAGE_HOST_VERSION = "3.68.0"
+PROVIDER_VERSION = "4.25.0"
+# The proxy serves the provider module only at the pseudo-version of tag v4.25.0's commit; its
+# local replace of sdk/v4 is pinned to the published sdk/v4 release that tag was cut against.
+PROVIDER_MODULE = "github.com/pulumi/pulumi-kubernetes/provider/v4"
+PROVIDER_MODULE_VERSION = "v4.0.0-20260115033456-f47bc2d6f199"
+PROVIDER_SDK_MODULE = "github.com/pulumi/pulumi-kubernetes/sdk/v4"
+PROVIDER_SDK_VERSION = "v4.24.0"
+KUBERNETES_VERSION = "1.37.2"
+ETCD_VERSION = "3.6.16"
+KWOK_VERSION = "0.8.0"
+
+_PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
+_KUBE_VERSION_VARS = (
+    f"k8s.io/component-base/version.gitVersion=v{KUBERNETES_VERSION}",
+    "k8s.io/component-base/version.gitMajor=1",
+    "k8s.io/component-base/version.gitMinor=37",
+    "k8s.io/component-base/version.gitTreeState=clean",
+)
+
+
+@dataclass(frozen=True)
+class GoTool:
+    """One binary built from a wrapper module under engine/."""
+
+    name: str
+    version: str
+    wrapper: str
+    package: str
+    version_vars: tuple[str, ...] = ()
+
+    def key(self, go_version: str) -> str:
+        return _digest(
+            [BUILD_REVISION, go_version, self.name, self.version, self.package, *self.version_vars],
+            _module_files(WRAPPERS / self.wrapper),
+        )
+
+
+TOOLS: tuple[GoTool, ...] = (
+    GoTool(
+        "pulumi",
+        PULUMI_VERSION,
+        "pulumi",
+        "github.com/pulumi/pulumi/pkg/v3/cmd/pulumi",
+        (f"{_PULUMI_VERSION_VAR}=v{PULUMI_VERSION}",),
+    ),
+    GoTool(
+        "pulumi-language-python",
+        LANGUAGE_HOST_VERSION,
+        "language-python",
+        "github.com/pulumi/pulumi/sdk/v3/python/cmd/pulumi-language-python",
+        (f"{_PULUMI_VERSION_VAR}=v{LANGUAGE_HOST_VERSION}",),
+    ),
+    GoTool("etcd", ETCD_VERSION, "etcd", "cosmos3.local/engine/etcd"),
+    *(
+        GoTool(
+            name,
+            KUBERNETES_VERSION,
+            "kubernetes",
+            f"k8s.io/kubernetes/cmd/{name}",
+            _KUBE_VERSION_VARS,
+        )
+        for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
+    ),
+    GoTool("kwok", KWOK_VERSION, "kwok", "sigs.k8s.io/kwok/cmd/kwok"),
+)
+
+PROVIDER_BINARY = "pulumi-resource-kubernetes"
+# The script the language host runs (it ships in the CLI's own SDK module, not as Go code).
+LANGUAGE_EXEC = "pulumi-language-python-exec"
+# kwok's own Stages that the local cluster uses (a `--config` file replaces kwok's defaults, so the
+# cluster must bring these back): from the kwok module itself, copied into the engine.
+KWOK_STAGES = (
+    "node/fast/node-initialize.yaml",
+    "node/heartbeat/node-heartbeat.yaml",
+    "pod/fast/pod-ready.yaml",
+    "pod/fast/pod-complete.yaml",
+    "pod/fast/pod-delete.yaml",
+)
+
+
+def _module_files(folder: Path) -> list[Path]:
+    return sorted(
+        p for p in folder.iterdir() if p.is_file() and p.suffix in {".mod", ".sum", ".go"}
+    )
+
+
+def _digest(words: Sequence[str], files: Sequence[Path]) -> str:
+    sha = hashlib.sha256()
+    for word in words:
+        sha.update(word.encode() + b"\0")
+    for path in files:
+        sha.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return sha.hexdigest()[:16]
+
+
+def provider_key(go_version: str) -> str:
+    return _digest(
+        [
+            BUILD_REVISION,
+            go_version,
+            PROVIDER_MODULE_VERSION,
+            PROVIDER_SDK_VERSION,
+            PROVIDER_VERSION,
+        ],
+        [],
+    )
+
+
+def engine_key(go_version: str) -> str:
+    keys = [tool.key(go_version) for tool in TOOLS] + [provider_key(go_version)]
+    return _digest([ASSEMBLY_REVISION, *keys], [])
