@@ -1,0 +1,286 @@
+"""A local Kubernetes control plane for the real tier: the real API server, kwok for the nodes.
+
+`up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (the engine's
+pinned builds, tools/engine/), every one on 127.0.0.1 with fresh certificates and RBAC on, then
+installs what the recipe needs of a cluster (tools/cluster/objects.py) and returns once it is
+usable: API server ready, the DGD CRD established, the GPU nodes Ready. It writes, in its folder:
+
+    kubeconfig   context `cosmos3-local`, the admin client certificate
+    env.sh       KUBECONFIG, PATH with the engine's `pulumi` and `kubectl` first, PULUMI_HOME, the
+                 Pulumi settings of the local tier, PULUMI_PYTHON_CMD, CLUSTER_CONTEXT and
+                 CLUSTER_RWX_CLASS
+    cluster.json what `down` stops: each component's PID and binary
+    logs/        one log per component
+
+`down` stops what `up` started, by PID, and leaves nothing running. The same code is the real
+tier's pytest fixture (tests/real/conftest.py): one cluster per session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools.cluster import components, objects, processes
+from tools.cluster.pki import make_pki
+from tools.engine import PROJECT, Engine
+
+OWNER_MARK = ".cosmos3-local-cluster"
+"""Written first into a cluster folder: `up` refuses a non-empty folder without it."""
+READY_TIMEOUT_SECONDS = 90.0
+NODES = ("kwok-h200-0", "kwok-h200-1")
+INITIAL_VOLUMES = 8
+
+
+class ClusterError(Exception):
+    """The cluster cannot start or stop; the message says why and what to do."""
+
+
+@dataclass
+class LocalCluster:
+    """One running control plane, as `up` left it (or as `down` finds it in its folder)."""
+
+    folder: Path
+    engine: Engine
+    server: str = ""
+    started: list[processes.Started] = field(default_factory=list)
+    children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.folder / "kubeconfig"
+
+    @property
+    def state_file(self) -> Path:
+        return self.folder / "cluster.json"
+
+    def environment(self) -> dict[str, str]:
+        """What a process needs to use this cluster with the engine's tools (env.sh, as a dict)."""
+        env = self.engine.environment()
+        env.update(
+            KUBECONFIG=str(self.kubeconfig),
+            PULUMI_PYTHON_CMD=str(PROJECT / ".venv" / "bin" / "python"),
+            CLUSTER_CONTEXT=objects.CONTEXT,
+            CLUSTER_RWX_CLASS=objects.RWX_CLASS,
+        )
+        return env
+
+    def process_environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
+        path = f"{self.engine.bin}{os.pathsep}{base.get('PATH', os.defpath)}"
+        return {**base, **self.environment(), "PATH": path}
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
+        command = [
+            str(self.engine.tool("kubectl")),
+            f"--kubeconfig={self.kubeconfig}",
+            f"--cache-dir={self.folder / 'kube-cache'}",  # not the user's ~/.kube
+            *args,
+        ]
+        result = subprocess.run(command, input=stdin, capture_output=True, text=True, check=False)
+        if check and result.returncode != 0:
+            raise ClusterError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
+        return result.stdout
+
+    def apply(self, documents: list[dict[str, Any]]) -> None:
+        self.kubectl(
+            "apply",
+            "--server-side",
+            "--field-manager=cosmos3-local-cluster",
+            "-f",
+            "-",
+            stdin=objects.as_json_stream(documents),
+        )
+
+    def add_volumes(self, count: int) -> None:
+        """`count` more ReadWriteMany volumes for claims (each claim binds one, for good)."""
+        existing = self.kubectl("get", "pv", "-o", "name").split()
+        first = len(existing)
+        self.apply([objects.volume(f"model-cache-{first + n}") for n in range(count)])
+
+    def free_volumes(self) -> int:
+        listing = json.loads(self.kubectl("get", "pv", "-o", "json"))
+        return sum(1 for item in listing["items"] if item["status"].get("phase") == "Available")
+
+    def down(self) -> list[str]:
+        """Stop every component, by PID; returns those that needed SIGKILL."""
+        killed = processes.stop_all(self.started, self.children)
+        self.started.clear()
+        self.children.clear()
+        self.state_file.unlink(missing_ok=True)
+        shutil.rmtree(self.folder / "etcd", ignore_errors=True)
+        return killed
+
+
+def up(
+    folder: Path,
+    engine: Engine,
+    die_with_parent: bool = False,
+    say: Callable[[str], None] = print,
+) -> LocalCluster:
+    """Start a cluster in `folder` and return once it is usable (see the module docstring)."""
+    began = time.monotonic()
+    folder = folder.resolve()
+    _claim_folder(folder)
+    cluster = LocalCluster(folder, engine)
+    try:
+        _start(cluster, die_with_parent, say)
+    except BaseException:
+        cluster.down()
+        raise
+    _write_env(cluster)
+    say(
+        f"cluster: ready in {time.monotonic() - began:.1f} s at {cluster.server}; "
+        f"source {folder / 'env.sh'}"
+    )
+    return cluster
+
+
+def attach(folder: Path, engine: Engine) -> LocalCluster:
+    """The cluster `up` left running in `folder` (for `down` from another process)."""
+    folder = folder.resolve()
+    try:
+        state = json.loads((folder / "cluster.json").read_text())
+    except FileNotFoundError:
+        raise ClusterError(f"{folder} holds no running cluster (no cluster.json)") from None
+    started = [processes.Started.from_json(item) for item in state["components"]]
+    return LocalCluster(folder, engine, state["server"], started)
+
+
+def _claim_folder(folder: Path) -> None:
+    if folder.exists() and any(folder.iterdir()) and not (folder / OWNER_MARK).exists():
+        raise ClusterError(
+            f"--out {folder} is not empty and was not made by `tools.cluster up`: give an empty "
+            "or new folder (nothing in it is touched)"
+        )
+    state = folder / "cluster.json"
+    if state.exists():
+        stale = [
+            processes.Started.from_json(item)
+            for item in json.loads(state.read_text())["components"]
+        ]
+        running = [item.name for item in stale if processes.runs(item)]
+        if running:
+            raise ClusterError(
+                f"a cluster is already running from {folder} ({', '.join(running)}): "
+                f"`python -m tools.cluster down --out {folder}` first"
+            )
+    for stale_part in ("etcd", "pki", "cluster.json", "env.sh", "kubeconfig"):
+        path = folder / stale_part
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / OWNER_MARK).write_text("made by python -m tools.cluster up\n")
+
+
+def _start(cluster: LocalCluster, die_with_parent: bool, say: Callable[[str], None]) -> None:
+    """The control plane, then what the recipe needs of it; kwok last but one, because it must
+    find the graph's kind served when it loads its Stages."""
+    folder, engine = cluster.folder, cluster.engine
+    pki = make_pki(folder / "pki")
+    ports = components.Ports.pick()
+    cluster.server = ports.server
+    cluster.kubeconfig.write_text(
+        yaml.safe_dump(objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key))
+    )
+    cluster.kubeconfig.chmod(0o600)
+    stages = folder / "kwok-stages.yaml"
+    stages.write_text(objects.kwok_config(engine.kwok_stages))
+    env = {"PATH": os.defpath, "HOME": str(folder)}
+
+    def launch(name: str, argv: list[str]) -> None:
+        log = folder / "logs" / f"{name}.log"
+        started, popen = processes.start(name, argv, log, env, die_with_parent)
+        cluster.started.append(started)
+        cluster.children[started.pid] = popen
+        _save(cluster)
+
+    launch("etcd", components.etcd(engine, folder / "etcd", ports))
+    launch("kube-apiserver", components.kube_apiserver(engine, pki, ports))
+    _wait_for(cluster, "the API server's /readyz", lambda: _readyz(cluster))
+    kubeconfig = cluster.kubeconfig
+    launch(
+        "kube-controller-manager",
+        components.kube_controller_manager(engine, pki, kubeconfig, ports),
+    )
+    launch("kube-scheduler", components.kube_scheduler(engine, kubeconfig, ports))
+    cluster.apply([objects.dgd_crd()])
+    _wait_for(cluster, "the DGD CRD to be established", lambda: _established(cluster))
+    launch("kwok", components.kwok(engine, kubeconfig, stages))
+    say(f"cluster: control plane started ({', '.join(item.name for item in cluster.started)})")
+    volumes = [objects.volume(f"model-cache-{n}") for n in range(INITIAL_VOLUMES)]
+    nodes = [objects.gpu_node(name) for name in NODES]
+    cluster.apply([objects.storage_class(), *nodes, *volumes])
+    _wait_for(cluster, "the kwok nodes to be Ready", lambda: _nodes_ready(cluster))
+
+
+def _established(cluster: LocalCluster) -> bool:
+    """Established, and published in the OpenAPI v3 index (a moment later), which kwok reads
+    when it loads a Stage: it exits if the graph's group is not there yet."""
+    path = '{.status.conditions[?(@.type=="Established")].status}'
+    crd = "crd/dynamographdeployments.nvidia.com"
+    if cluster.kubectl("get", crd, "-o", f"jsonpath={path}", check=False) != "True":
+        return False
+    index = cluster.kubectl("get", "--raw", "/openapi/v3", check=False)
+    return '"apis/nvidia.com/v1beta1"' in index
+
+
+def _nodes_ready(cluster: LocalCluster) -> bool:
+    path = '{.items[*].status.conditions[?(@.type=="Ready")].status}'
+    ready = cluster.kubectl("get", "nodes", "-o", f"jsonpath={path}", check=False).split()
+    return ready == ["True"] * len(NODES)
+
+
+def _readyz(cluster: LocalCluster) -> bool:
+    return cluster.kubectl("get", "--raw=/readyz", check=False).strip() == "ok"
+
+
+def _wait_for(
+    cluster: LocalCluster,
+    what: str,
+    ready: Callable[[], bool],
+    seconds: float = READY_TIMEOUT_SECONDS,
+) -> None:
+    """Poll `ready` until it holds; fail at once, with its log, if a component exits meanwhile."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        dead = [item for item in cluster.started if not processes.running(item, cluster.children)]
+        if dead:
+            log = Path(dead[0].log)
+            tail = (
+                "\n".join(log.read_text(errors="replace").splitlines()[-15:])
+                if log.exists()
+                else ""
+            )
+            raise ClusterError(f"{dead[0].name} exited while waiting for {what}; {log}:\n{tail}")
+        if ready():
+            return
+        time.sleep(0.25)
+    raise ClusterError(
+        f"{what} not reached within {seconds:.0f} s; logs in {cluster.folder / 'logs'}"
+    )
+
+
+def _save(cluster: LocalCluster) -> None:
+    state = {"server": cluster.server, "components": [item.as_json() for item in cluster.started]}
+    cluster.state_file.write_text(json.dumps(state, indent=2) + "\n")
+
+
+def _write_env(cluster: LocalCluster) -> None:
+    lines = [f'export PATH="{cluster.engine.bin}:$PATH"']
+    lines += [f"export {name}={value}" for name, value in cluster.environment().items()]
+    (cluster.folder / "env.sh").write_text(
+        "# The local cluster and the engine's tools; made by `python -m tools.cluster up`.\n"
+        + "\n".join(lines)
+        + "\n"
+    )

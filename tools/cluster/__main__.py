@@ -1,0 +1,57 @@
+"""`python -m tools.cluster up --out DIR` and `python -m tools.cluster down --out DIR`.
+
+python -m tools.cluster up --out build/cluster     # ready in seconds once `make engine` ran
+source build/cluster/env.sh                        # kubectl, pulumi and KUBECONFIG of it
+python -m tools.cluster down --out build/cluster   # stops what up started, by PID
+"""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from tools import cluster
+from tools.engine import EngineError, cache_home, located
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m tools.cluster",
+        description="A local control plane (kube-apiserver + kwok GPU nodes) on 127.0.0.1.",
+    )
+    parser.add_argument("command", choices=("up", "down"))
+    parser.add_argument("--out", type=Path, required=True, help="the cluster's folder")
+    args = parser.parse_args(argv)
+    # SIGINT and SIGTERM both as Ctrl-C, so an `up` stopped either way stops what it had started
+    # (also where a shell started it in the background, with SIGINT ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        engine = located(cache_home())
+        if args.command == "up":
+            cluster.up(args.out, engine)
+        else:
+            killed = cluster.attach(args.out, engine).down()
+            suffix = f" ({', '.join(killed)} needed SIGKILL)" if killed else ""
+            print(f"cluster: stopped{suffix}")
+    except (EngineError, cluster.ClusterError) as error:
+        print(f"tools.cluster {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(
+            f"tools.cluster {args.command}: interrupted; what it started is stopped",
+            file=sys.stderr,
+        )
+        return 130
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""What the local cluster holds before any test or user touches it, and kwok's Stages.
+
+- the real DGD CRD, read from ../shared/reference/ (never copied into the project), its conversion
+  webhook replaced by `strategy: None`: the webhook's Service is the Dynamo operator's, which does
+  not run here (both served versions then share one stored object, only relabelled);
+- GPU nodes that kwok keeps Ready: 8 `nvidia.com/gpu` each, the H200 product label, no taint (the
+  program sets no tolerations by default);
+- a ReadWriteMany StorageClass with static volumes for the model cache (no provisioner runs, so
+  `kubernetes.io/no-provisioner` with immediate binding; the controller-manager binds the claims);
+- kwok's Stages: its own for nodes and pods (pods become Ready; a Job's pods complete), and one for
+  the graph: a DynamoGraphDeployment gets `state: successful` and condition `Ready`, which is what
+  the Dynamo operator would report. kwok is not the operator: it makes no pods, no frontend
+  Service, and its `Ready` says nothing about a model being served.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tools.cluster.components import KWOK_NODE_SELECTOR
+
+REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
+CRD_FILE = REFERENCE / "nvidia.com_dynamographdeployments.yaml"
+CONTEXT = "cosmos3-local"
+RWX_CLASS = "local-rwx"
+GPU_PRODUCT = "NVIDIA-H200"
+NODE_GPUS = 8
+VOLUME_SIZE = "1Ti"
+GRAPH_READY_MESSAGE = "set by the local cluster's kwok Stage: no Dynamo operator runs here, so no pod serves this graph"
+
+
+def kubeconfig(server: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
+    """A kubeconfig with one context, `cosmos3-local`, the admin client certificate embedded by path."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [
+            {"name": CONTEXT, "cluster": {"server": server, "certificate-authority": str(ca)}}
+        ],
+        "users": [
+            {"name": CONTEXT, "user": {"client-certificate": str(cert), "client-key": str(key)}}
+        ],
+        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT}}],
+        "current-context": CONTEXT,
+    }
+
+
+def dgd_crd(path: Path = CRD_FILE) -> dict[str, Any]:
+    crd: dict[str, Any] = yaml.safe_load(path.read_text())
+    crd["spec"]["conversion"] = {"strategy": "None"}
+    return crd
+
+
+def gpu_node(name: str) -> dict[str, Any]:
+    key, _, value = KWOK_NODE_SELECTOR.partition("=")
+    resources = {
+        "cpu": "224",
+        "memory": "2Ti",
+        "ephemeral-storage": "8Ti",
+        "pods": "110",
+        "nvidia.com/gpu": str(NODE_GPUS),
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "annotations": {key: value, "node.alpha.kubernetes.io/ttl": "0"},
+            "labels": {
+                "kubernetes.io/hostname": name,
+                "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": "amd64",
+                "type": "kwok",
+                "nvidia.com/gpu.present": "true",
+                "nvidia.com/gpu.product": GPU_PRODUCT,
+            },
+        },
+        "spec": {},
+        "status": {"capacity": resources, "allocatable": resources},
+    }
+
+
+def storage_class() -> dict[str, Any]:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "metadata": {"name": RWX_CLASS},
+        "provisioner": "kubernetes.io/no-provisioner",
+        "volumeBindingMode": "Immediate",
+        "reclaimPolicy": "Retain",
+    }
+
+
+def volume(name: str) -> dict[str, Any]:
+    """A static ReadWriteMany volume of the class; nothing mounts it (kwok runs no kubelet)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": name, "labels": {"cosmos3.local/volume": "model-cache"}},
+        "spec": {
+            "capacity": {"storage": VOLUME_SIZE},
+            "accessModes": ["ReadWriteMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": RWX_CLASS,
+            "volumeMode": "Filesystem",
+            "hostPath": {"path": f"/nonexistent/cosmos3-local/{name}"},
+        },
+    }
+
+
+def graph_ready_stage() -> dict[str, Any]:
+    """kwok's stand-in for the operator's status: every graph not being deleted is Ready for its
+    current generation.
+
+    pulumi-kubernetes' `condition=Ready` wait also compares the condition's `observedGeneration`
+    with the object's generation, so the Stage must follow every spec change: it selects every live
+    graph, and its status is a function of the object alone (no `Now`), so that once applied it
+    changes nothing and kwok comes to rest.
+    """
+    template = "\n".join(
+        [
+            "state: successful",
+            "conditions:",
+            "- type: Ready",
+            '  status: "True"',
+            "  reason: KwokStage",
+            f"  message: {json.dumps(GRAPH_READY_MESSAGE)}",
+            "  lastTransitionTime: {{ .metadata.creationTimestamp }}",
+            "  observedGeneration: {{ .metadata.generation }}",
+        ]
+    )
+    return {
+        "apiVersion": "kwok.x-k8s.io/v1alpha1",
+        "kind": "Stage",
+        "metadata": {"name": "dynamographdeployment-ready"},
+        "spec": {
+            "resourceRef": {"apiGroup": "nvidia.com/v1beta1", "kind": "DynamoGraphDeployment"},
+            "selector": {
+                "matchExpressions": [
+                    {"key": ".metadata.deletionTimestamp", "operator": "DoesNotExist"}
+                ]
+            },
+            "next": {"statusTemplate": template + "\n"},
+        },
+    }
+
+
+def kwok_config(own_stages: list[Path]) -> str:
+    """kwok's `--config` file: its own Stages (as the engine copied them) and the graph's."""
+    documents = [path.read_text().strip() for path in own_stages]
+    documents.append(yaml.safe_dump(graph_ready_stage(), sort_keys=False).strip())
+    return "\n---\n".join(documents) + "\n"
+
+
+def as_json_stream(objects: list[dict[str, Any]]) -> str:
+    """One JSON document per object (kubectl reads a stream of them from stdin)."""
+    return "\n".join(json.dumps(item) for item in objects) + "\n"

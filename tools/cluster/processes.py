@@ -1,0 +1,119 @@
+"""The control plane's processes: started with their logs in the cluster folder, stopped by PID.
+
+Each component leads a session of its own, so a Ctrl-C in the terminal that ran `up` does not reach
+it, and `down` (or the test fixture) stops it by the PID recorded at start, after checking that the
+PID still runs the binary it started (a PID can be reused once its process is gone). A fixture's
+components also die with the test process, however it dies: they are started under util-linux's
+`setpriv --pdeathsig KILL`, the kernel's parent-death signal, which even SIGKILL of pytest sets off
+(KILL, not TERM: a throwaway cluster needs no graceful shutdown, and kube-apiserver's takes long).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+STOP_GRACE_SECONDS = 10.0
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
+
+
+@dataclass(frozen=True)
+class Started:
+    """What `down` needs to stop a component: its PID and the binary it runs."""
+
+    name: str
+    pid: int
+    binary: str
+    log: str
+
+    def as_json(self) -> dict[str, str | int]:
+        return {"name": self.name, "pid": self.pid, "binary": self.binary, "log": self.log}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, object]) -> Started:
+        return cls(str(data["name"]), int(str(data["pid"])), str(data["binary"]), str(data["log"]))
+
+
+def start(
+    name: str,
+    argv: Sequence[str],
+    log: Path,
+    env: Mapping[str, str],
+    die_with_parent: bool,
+) -> tuple[Started, subprocess.Popen[bytes]]:
+    """`argv` in a session of its own, stdout and stderr to `log`."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    command = [*DIE_WITH_PARENT, *argv] if die_with_parent else list(argv)
+    with log.open("ab") as sink:
+        popen = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+        )
+    return Started(name, popen.pid, str(Path(argv[0]).resolve()), str(log)), popen
+
+
+def runs(started: Started) -> bool:
+    """True when the PID is alive and still runs the binary it was started with."""
+    try:
+        exe = os.readlink(f"/proc/{started.pid}/exe")
+    except OSError:
+        return False
+    if exe.endswith(" (deleted)"):
+        exe = exe.removesuffix(" (deleted)")
+    return exe == started.binary or Path(exe).name == Path(started.binary).name
+
+
+def running(item: Started, children: Mapping[int, subprocess.Popen[bytes]]) -> bool:
+    """Alive: a child of this process by its exit status (under `setpriv` its binary is not yet
+    the one it will exec), any other process by `runs`."""
+    child = children.get(item.pid)
+    if child is not None:
+        return child.poll() is None
+    return runs(item)
+
+
+def stop_all(
+    components: Sequence[Started],
+    children: Mapping[int, subprocess.Popen[bytes]] | None = None,
+    grace: float = STOP_GRACE_SECONDS,
+) -> list[str]:
+    """SIGTERM every component still running (last started first), wait, SIGKILL what is left.
+    `children` are the ones this process started itself, reaped here so none lingers as a zombie.
+    Returns the names that needed SIGKILL."""
+    children = children or {}
+
+    def alive(item: Started) -> bool:
+        return running(item, children)
+
+    live = [item for item in reversed(components) if alive(item)]
+    for item in live:
+        _signal(item.pid, signal.SIGTERM)
+    _wait(live, alive, grace)
+    killed = [item.name for item in live if alive(item)]
+    for item in live:
+        if alive(item):
+            _signal(item.pid, signal.SIGKILL)
+    _wait(live, alive, 5.0)
+    return killed
+
+
+def _wait(items: Sequence[Started], alive: Callable[[Started], bool], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while any(alive(item) for item in items) and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _signal(pid: int, signum: signal.Signals) -> None:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        pass
