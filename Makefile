@@ -1,5 +1,6 @@
 # One-word entry points. `make lab` is the main job on this machine; `make test` is what CI runs;
-# `make check` is the fast subset (static checks and every test that needs no lab).
+# `make check` is the fast subset (static checks and every test that needs neither the lab nor the
+# real tier); `make engine` builds the real tier's tools (docs/engine.md).
 #
 # Virtualenvs (the groups are declared in pyproject.toml, the locks are made by `make lock`):
 #   .venv         requirements.txt          deploy only: what `pulumi up` runs in (Pulumi.yaml)
@@ -19,12 +20,13 @@ PY := $(VENV)/bin/python
 DEV_VENV := .venv-dev
 DEV_PY := $(DEV_VENV)/bin/python
 STAGES_VENV := .venv-stages
+POLICY_VENV := policy/venv
 
 # What `make check` type-checks with mypy --strict: every module outside tests/.
 MYPY_PATHS := components tools $(wildcard policy/rules.py policy/rules) lab stages __main__.py
 
 .PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark render policy-venv \
-	clean
+	engine real clean
 
 # new_venv DIR LOCK: a fresh virtualenv at DIR with exactly LOCK installed. Its own .gitignore keeps
 # git (and so ruff) out of it; pip itself is first brought to the dev lock's version (faster).
@@ -73,20 +75,35 @@ lock: $(DEV_VENV)/.installed
 	perl -0pi -e 's/# via\n    #   -c requirements-dev\.lock\n    #   (\S[^\n]*)\n(?!    #   )/# via $$1\n/g; s/\n    #   -c requirements-dev\.lock(?=\n)//g' \
 		requirements-stages.lock requirements.txt
 
-# Fast feedback, no lab needed: lint, format, types, import layers, and every test not marked `lab`
-# (tests/conftest.py marks every test that uses the lab).
+# Fast feedback, no lab and no engine needed: lint, format, types, import layers, and every test
+# marked neither `lab` nor `real` (tests/conftest.py marks them).
 check: $(DEV_VENV)/.installed
 	$(DEV_VENV)/bin/ruff check --no-fix .
 	$(DEV_VENV)/bin/ruff format --check --diff .
 	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS)
 	if [ -f .importlinter ]; then $(DEV_VENV)/bin/lint-imports; fi
-	$(DEV_PY) -m pytest -m "not lab" -n $(PYTEST_WORKERS)
+	$(DEV_PY) -m pytest -m "not lab and not real" -n $(PYTEST_WORKERS)
 
 # Everything: `make check`, then the lab's own environments and the tests that run the lab graph
-# (one at a time: each starts a graph of processes). pytest's exit status 5 (no test collected) is a
-# failure (tests/conftest.py).
+# (one at a time: each starts a graph of processes), then the real tier (the engine's tools, one
+# local cluster for the session). pytest's exit status 5 (no test collected) is a failure
+# (tests/conftest.py).
 test: check lab-setup
 	$(DEV_PY) -m pytest -m lab
+	$(MAKE) real
+
+# The real tier alone: the pinned `pulumi`, provider and control plane (built by `make engine`),
+# the program's and the policy pack's venvs, then every test marked `real`, in a network namespace
+# of its own (tools/netns.py: only loopback, so nothing it starts is reachable and it can reach
+# nothing beyond this machine). It never skips.
+real: engine $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed
+	$(DEV_PY) -m tools.netns -- $(DEV_PY) -m pytest -m real
+
+# The real tier's tools from the Go module proxy, into a cache outside the work tree keyed by
+# their versions ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 30 min cold on
+# 2 cores, seconds warm. Standard library only, so it runs before any venv exists.
+engine:
+	$(PYTHON) -m tools.engine build
 
 # The local lab's own environments (Dynamo 1.6.1 and AIPerf 0.13.0 venvs, tiny model) in .lab/.
 lab-setup:
@@ -104,10 +121,14 @@ lab-benchmark: $(DEV_VENV)/.installed
 render: $(DEV_VENV)/.installed
 	$(DEV_PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
 
-# The policy pack's own virtualenv, which `pulumi preview --policy-pack policy` runs it in.
-policy-venv:
-	$(PYTHON) -m venv policy/venv
-	policy/venv/bin/pip install $(PIP_QUIET) -r policy/requirements.txt
+# The policy pack's own virtualenv, which `pulumi preview --policy-pack policy/analyzer` runs it in.
+$(POLICY_VENV)/.installed: policy/requirements.txt
+	rm -rf $(POLICY_VENV)
+	$(PYTHON) -m venv $(POLICY_VENV)
+	$(POLICY_VENV)/bin/python -m pip install $(PIP_QUIET) -r policy/requirements.txt
+	touch $@
+
+policy-venv: $(POLICY_VENV)/.installed
 
 clean:
 	rm -rf build .pytest_cache .mypy_cache .ruff_cache

@@ -40,7 +40,7 @@ def graph_deployment(args: GraphArgs, layer: SharedLayer) -> Manifest:
             "name": names.graph_name(args.routing.profile),
             "namespace": layer.namespace,
             "labels": names.labels("inference-graph"),
-            "annotations": {"pulumi.com/waitFor": "condition=Ready"},
+            "annotations": names.object_annotations(waitFor="condition=Ready"),
         },
         "spec": {
             "backendFramework": "vllm",

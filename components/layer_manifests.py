@@ -28,7 +28,11 @@ class SharedLayer:
 
 
 def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
-    metadata: Manifest = {"name": name, "labels": names.labels(component)}
+    metadata: Manifest = {
+        "name": name,
+        "labels": names.labels(component),
+        "annotations": names.object_annotations(),
+    }
     if namespace is not None:
         metadata["namespace"] = namespace
     return metadata
@@ -194,7 +198,7 @@ def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": _metadata(names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download")
-        | {"annotations": {"pulumi.com/replaceUnready": "true"}},
+        | {"annotations": names.object_annotations(replaceUnready="true")},
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": args.timeout_seconds,

@@ -34,6 +34,23 @@ def frontend_service(graph: str) -> str:
     return f"{graph}-{FRONTEND_COMPONENT.lower()}"
 
 
+PATCH_FORCE = "pulumi.com/patchForce"
+
+
+def object_annotations(**pulumi_annotations: str) -> dict[str, str]:
+    """Every object's annotations: `pulumi.com/patchForce` and the object's own Pulumi ones.
+
+    The provider writes with server-side apply. Without force, a field someone changed with
+    kubectl (`kubectl patch` becomes that field's manager) stops the next preview and `up` with
+    "Server-Side Apply field conflict detected" instead of setting the field back, as seen on
+    the real tier. The program owns every field it sets, so its apply takes them back.
+    """
+    return {
+        PATCH_FORCE: "true",
+        **{f"pulumi.com/{key}": value for key, value in pulumi_annotations.items()},
+    }
+
+
 def labels(component: str) -> dict[str, str]:
     """Recommended labels, so `kubectl get all -l app.kubernetes.io/part-of=...` finds everything."""
     return {

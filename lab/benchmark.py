@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.environment import REPO_ROOT
+from tools.project_copy import copy_project
 
 TARGET_TOTAL_SECONDS = 600
 TARGET_PEAK_BYTES = 2 * 2**30
@@ -42,20 +43,6 @@ def timed(label: str, command: Sequence[str], cwd: Path, env: dict[str, str]) ->
         raise SystemExit(f"[benchmark] {label} failed with status {result.returncode}")
     print(f"[benchmark] {label}: {elapsed:.0f} s", file=sys.stderr, flush=True)
     return elapsed
-
-
-def copy_project(destination: Path) -> None:
-    """The files a clone would have: tracked plus untracked-but-not-ignored."""
-    listed = subprocess.run(
-        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
-        cwd=REPO_ROOT, capture_output=True, check=True,
-    ).stdout.decode().split("\0")  # fmt: skip
-    for name in filter(None, listed):
-        source = REPO_ROOT / name
-        if source.is_file():
-            target = destination / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, target)
 
 
 @dataclass

@@ -1,1 +1,1 @@
-"""The Pulumi policy pack (`pulumi preview --policy-pack policy`); the policies are in `rules`."""
+"""The Pulumi policy pack (`pulumi preview --policy-pack policy/analyzer`); the policies are in `rules`."""

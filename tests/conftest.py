@@ -1,6 +1,7 @@
 """Shared fixtures: the real Pulumi program run in-process under mocks (see tools/offline.py), and
 the real local lab graph. Tests marked `lab` (marker declared in pyproject.toml) start Dynamo
-processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run."""
+processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run. Tests marked
+`real` (tests/real/) run the real engine against a local cluster, and never skip."""
 
 from __future__ import annotations
 
@@ -86,13 +87,19 @@ def start_graph(lab_install: LabInstall, tmp_path: Path) -> Iterator[Callable[..
         graph.stop()
 
 
+REAL_TIER = Path(__file__).resolve().parent / "real"
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that needs the lab is marked `lab`, so `make check` (`-m "not lab"`) never starts
-    it and `make test` (`-m lab` after `make check`) runs it once. First, before `-m` deselects."""
+    """Every test that needs the lab is marked `lab`, every test of tests/real/ `real`, so `make
+    check` (`-m "not lab and not real"`) runs neither and `make test` runs each tier once. First,
+    before `-m` deselects."""
     for item in items:
         if "lab_install" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
+        if REAL_TIER in Path(str(item.fspath)).resolve().parents:
+            item.add_marker(pytest.mark.real)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

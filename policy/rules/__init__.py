@@ -1,4 +1,4 @@
-"""The guardrail policies, run by `pulumi preview --policy-pack policy` (and `pulumi up`).
+"""The guardrail policies, run by `pulumi preview --policy-pack policy/analyzer` (and `pulumi up`).
 
 The pack checks what the engine is about to deploy, whatever code produced it: the resource's
 inputs (`args.props`, camelCase wire names, secret values already decrypted) and its options

@@ -11,6 +11,7 @@ orchestration with `python -m lab ab`.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 from datetime import UTC, datetime
@@ -37,6 +38,7 @@ from stages.options import (
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path("build/ab")
+REHEARSAL_BUCKET = "rehearsal-archives-nothing"
 
 
 def say(message: str) -> None:
@@ -57,8 +59,18 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser, DEFAULT_OUT)
     parser.add_argument("--gpus", type=int,
                         help="GPUs the graphs may use (default: what the cluster's nodes offer)")  # fmt: skip
+    parser.add_argument(
+        "--rehearse",
+        action="store_true",
+        help="deploy and take down each graph for real, but only write what each "
+        "stage would run: nothing measured or archived (for the local cluster)",
+    )
     archive = parser.add_argument_group("archive (credentials: the AWS environment)")
-    archive.add_argument("--archive-bucket", required=True, metavar="BUCKET")
+    archive.add_argument(
+        "--archive-bucket",
+        metavar="BUCKET",
+        help="where results and the report go (required unless --rehearse)",
+    )
     archive.add_argument("--archive-endpoint", metavar="URL",
                          help="S3-compatible endpoint, or file:///dir for a local directory")  # fmt: skip
     archive.add_argument("--archive-prefix", default=DEFAULT_PREFIX)
@@ -66,8 +78,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     stacks.add_argument("--org", default=os.environ.get("PULUMI_ORG"),
                         help="organization that owns the stacks (default: $PULUMI_ORG; DIY: organization)")  # fmt: skip
     stacks.add_argument("--layer-stack", default=LAYER_STACK)
-    stacks.add_argument("--policy-pack", action="append", default=[], metavar="DIR",
-                        help="CrossGuard pack for every preview and update (e.g. policy)")  # fmt: skip
+    stacks.add_argument("--policy-pack", action="append", default=[], metavar="PACK",
+                        help="CrossGuard pack for every preview and update (e.g. policy/analyzer)")  # fmt: skip
     stacks.add_argument("--stacks", nargs=2, metavar="STACK",
                         default=list(PROFILE_STACKS.values()),
                         help="the round-robin and the session-affinity stack")  # fmt: skip
@@ -110,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
         profile_stacks=dict(zip(PROFILE_STACKS, args.stacks, strict=True)),
     )
     archive = ArchiveLocation(
-        bucket=args.archive_bucket, prefix=args.archive_prefix, endpoint_url=args.archive_endpoint
+        # A rehearsal archives nothing; its location is never read.
+        bucket=args.archive_bucket or REHEARSAL_BUCKET,
+        prefix=args.archive_prefix,
+        endpoint_url=args.archive_endpoint,
     )
-    ab = ab_run(args, archive)
+    ab = dataclasses.replace(ab_run(args, archive), rehearse=args.rehearse)
     check_cluster_workload(ab.workload)  # before any stack is brought up
     return finish(target, ab)
 
@@ -129,7 +144,11 @@ def finish(target: AbTarget, ab: AbRun) -> int:
 def print_summary(result: AbResult, ab: AbRun) -> None:
     for line in result.lines():
         print(line)
-    if result.report is not None:
+    if result.rehearsal:
+        print(
+            "report: none (a rehearsal runs no stage; what each would run is in the run's folder)"
+        )
+    elif result.report is not None:
         print(f"report: {result.report}")
     elif result.report_failure:
         print(f"report: failed ({result.report_failure})")

@@ -31,6 +31,7 @@ from stages.core.workload import PerfWorkload
 from stages.errors import StageError, UsageError
 
 ANSWER_FILE = "answer.txt"
+REHEARSAL_FILE = "rehearsal.txt"
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,10 @@ class AbRun:
     commit: str | None = None
     smoke_wait_seconds: float = 60.0
     perf_wait_seconds: float = 600.0
+    rehearse: bool = False
+    """Deploy and take down each graph for real, but write what each stage would run instead of
+    running it: nothing measured, nothing archived, no report. For a target whose graphs serve
+    nothing (the local cluster, where kwok stands in for the operator)."""
 
     def profile_dir(self, profile: RoutingProfile) -> Path:
         return self.out_dir / self.run_id / profile.value
@@ -61,11 +66,13 @@ class AbResult:
     report: Path | None = None
     report_failure: str | None = None
     interrupted: bool = False
+    rehearsal: bool = False
 
     @property
     def passed(self) -> bool:
         done = (Outcome.PASSED, Outcome.SKIPPED)
-        return self.report is not None and all(o.outcome in done for o in self.outcomes.values())
+        reported = self.report is not None or (self.rehearsal and not self.interrupted)
+        return reported and all(o.outcome in done for o in self.outcomes.values())
 
     def lines(self) -> list[str]:
         return [self.outcomes[profile].line() for profile in PROFILES]
@@ -74,12 +81,12 @@ class AbResult:
 def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     """Run what the archive does not hold yet for `run.run_id`; never raises a StageError for a
     profile (it becomes that profile's outcome) and returns with every graph it deployed down."""
-    result = AbResult()
+    result = AbResult(rehearsal=run.rehearse)
     budget = _budget(target, say)
     say(f"run {run.run_id} on the {target.name}: {budget.reason}")
     pending = []
     for profile in PROFILES:
-        if _archived(run, target.stack(profile), profile, Stage.PERF):
+        if not run.rehearse and _archived(run, target.stack(profile), profile, Stage.PERF):
             detail = f"perf results of run {run.run_id} already archived"
             result.outcomes[profile] = ProfileOutcome(profile, Outcome.SKIPPED, detail)
         else:
@@ -92,8 +99,10 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
             _teardown(target, profile, result, say)
     for profile in PROFILES:
         result.outcomes.setdefault(profile, ProfileOutcome(profile, Outcome.NOT_RUN))
-    if not result.interrupted and all(
-        o.outcome in (Outcome.PASSED, Outcome.SKIPPED) for o in result.outcomes.values()
+    if (
+        not result.interrupted
+        and not run.rehearse
+        and all(o.outcome in (Outcome.PASSED, Outcome.SKIPPED) for o in result.outcomes.values())
     ):
         try:
             result.report = _report(target, run, say)
@@ -152,6 +161,9 @@ def _run_profile(
     outputs = target.deploy(profile, say)
     say(f"{profile.value}: graph ready after {time.monotonic() - started:.0f} s")
     directory = run.profile_dir(profile)
+    if run.rehearse:
+        _rehearse_stages(target, run, outputs, directory, say)
+        return
     smoke_dir = directory / "smoke"
     answer = targets.run_smoke(outputs, run.smoke_wait_seconds, target.cluster, target.local)
     say(f"{profile.value}: Smoke test passed: {answer}")
@@ -167,6 +179,30 @@ def _run_profile(
     )
     say(f"{profile.value}: sweep done in {time.monotonic() - started:.0f} s")
     _push(run, stack, Stage.PERF, outputs, perf_dir, say)
+
+
+def _rehearse_stages(
+    target: AbTarget, run: AbRun, outputs: StackOutputs, directory: Path, say: Say
+) -> None:
+    """What smoke and perf would run against this graph, written where their results would go."""
+    rendered = {
+        "smoke": targets.smoke_dry_run(
+            outputs, run.smoke_wait_seconds, target.cluster, target.local
+        ),
+        "perf": targets.perf_dry_run(
+            outputs,
+            run.workload,
+            directory / "perf",
+            run.perf_wait_seconds,
+            target.cluster,
+            target.local,
+        ),
+    }
+    for stage, text in rendered.items():
+        path = directory / stage / REHEARSAL_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text if text.endswith("\n") else text + "\n")
+        say(f"{outputs.profile.value}: {stage} rehearsed (not run): {path}")
 
 
 def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: Say) -> None:

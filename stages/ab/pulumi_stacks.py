@@ -68,7 +68,7 @@ class PulumiStacks:
     organization: str | None = None
     """Qualify short stack names as <org>/<project>/<stack>; None: as given."""
     policy_packs: tuple[str, ...] = ()
-    """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy`."""
+    """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
     _command: PulumiCommand | None = field(default=None, init=False, repr=False)
 
     def ensure_up(self, stack: str) -> bool:

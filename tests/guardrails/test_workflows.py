@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tools.engine import PULUMI_VERSION
 from tools.stack_files import ROOT, SHIPPED_STACKS
 
 WORKFLOWS = ROOT / ".github" / "workflows"
@@ -82,12 +83,11 @@ def test_the_stack_job_installs_requirements_then_runs_the_pinned_action() -> No
     uses = [step.get("uses", "") for step in stack_steps]
     pulumi_steps = [index for index, action in enumerate(uses) if action.startswith("pulumi/")]
     assert pulumi_steps and all(PULUMI_ACTION.match(uses[index]) for index in pulumi_steps)
-    install = next(i for i, step in enumerate(stack_steps) if "pip install" in step.get("run", ""))
-    assert "make venv" in stack_steps[install]["run"]
-    assert "policy/requirements.txt" in stack_steps[install]["run"]
+    install = next(i for i, step in enumerate(stack_steps) if "make venv" in step.get("run", ""))
+    assert "policy-venv" in stack_steps[install]["run"]
     assert install < pulumi_steps[0]
     run = next(step for step in stack_steps if step.get("with", {}).get("command"))
-    assert run["with"]["policyPacks"] == "policy"
+    assert run["with"]["policyPacks"] == "policy/analyzer"
     assert run["with"]["comment-on-pr"] == "${{ inputs.command == 'preview' }}"
     assert run["with"]["stack-name"] == "${{ env.STACK }}"
 
@@ -111,7 +111,7 @@ def test_the_ab_workflow_runs_the_one_ab_command_by_hand() -> None:
     scripts = "\n".join(step.get("run", "") for step in steps("ab.yml", "ab"))
     assert "make venv stages-venv" in scripts and "scripts/site-config.sh" in scripts
     assert ".venv-stages/bin/python -m stages ab" in scripts
-    assert "--policy-pack policy" in scripts and '--run-id "$RUN_ID"' in scripts
+    assert "--policy-pack policy/analyzer" in scripts and '--run-id "$RUN_ID"' in scripts
 
 
 def test_stack_config_comes_from_one_script() -> None:
@@ -207,3 +207,15 @@ def test_the_site_config_script_sets_the_key_through_stdin(tmp_path: Path) -> No
     assert "config set --secret ngcApiKey --stack acme/cosmos3-nano-reasoner/shared" in calls
     assert not any("ngcApiKey" in c for c in calls if "round-robin" in c)
     assert secret not in log.read_text() and secret in (tmp_path / "calls.stdin").read_text()
+
+
+def test_every_workflow_installs_the_cli_the_real_tier_tests() -> None:
+    installs = [
+        step
+        for path in sorted(WORKFLOWS.glob("*.yml"))
+        for job in workflow(path.name)["jobs"].values()
+        for step in job.get("steps", [])
+        if step.get("name") == "Install the Pulumi CLI"
+    ]
+    assert len(installs) == 2  # pulumi-stack.yml (preview.yml and up.yml use it) and ab.yml
+    assert {str(step["with"]["pulumi-version"]) for step in installs} == {PULUMI_VERSION}

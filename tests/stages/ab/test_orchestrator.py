@@ -240,3 +240,35 @@ def test_results_of_another_workload_are_not_compared(
 
     assert result.outcomes[SA].outcome is Outcome.PASSED
     assert result.report is None and "different workloads" in (result.report_failure or "")
+
+
+def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    stages = Stages(target.calls)
+    monkeypatch.setattr(orchestrator.targets, "run_smoke", stages.smoke)
+    monkeypatch.setattr(orchestrator.targets, "run_perf", stages.perf)
+    rendered: list[str] = []
+    monkeypatch.setattr(
+        orchestrator.targets, "smoke_dry_run", lambda outputs, *_: rendered.append("smoke") or "s"
+    )
+    monkeypatch.setattr(
+        orchestrator.targets, "perf_dry_run", lambda outputs, *_: rendered.append("perf") or "p"
+    )
+    rehearsal = replace(an_ab_run(tmp_path), rehearse=True)
+
+    result = run_ab(target, rehearsal, lambda _: None)
+
+    assert target.calls == [
+        "prepare",
+        "deploy round-robin", "teardown round-robin",
+        "deploy session-affinity", "teardown session-affinity",
+    ]  # fmt: skip
+    assert rendered == ["smoke", "perf", "smoke", "perf"]
+    assert result.passed and result.report is None
+    for profile in (RR, SA):
+        directory = rehearsal.profile_dir(profile)
+        assert (directory / "smoke" / "rehearsal.txt").read_text() == "s\n"
+        assert (directory / "perf" / "rehearsal.txt").read_text() == "p\n"
+    assert not (tmp_path / "archive").exists()

@@ -1,0 +1,59 @@
+"""The real tier: the real `pulumi` CLI, provider and a local control plane (tools/cluster).
+
+One cluster per session (`local_cluster`); each test gets its own copy of the project (`pulumi
+config set` rewrites stack files), its own file backend and passphrase (`stacks`,
+tools/local_stacks.py), and leaves no namespace behind. The tier never skips: a tool that is not
+built fails every test with what to run (`make engine`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import NGC_KEY
+from tools import cluster as local
+from tools.engine import PROJECT, Engine, EngineError, cache_home, located
+from tools.local_stacks import LocalStacks
+
+SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
+MIN_FREE_VOLUMES = 4
+LAYER_SECRETS = {"ngcApiKey": NGC_KEY}
+
+
+@pytest.fixture(scope="session")
+def engine() -> Engine:
+    try:
+        return located(cache_home())
+    except EngineError as error:
+        pytest.fail(f"the real tier needs the engine's tools: {error}")
+
+
+@pytest.fixture(scope="session")
+def local_cluster(
+    engine: Engine, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[local.LocalCluster]:
+    for venv in (PROJECT / ".venv", PROJECT / "policy" / "venv"):
+        if not (venv / "bin" / "python").exists():
+            pytest.fail(f"the real tier needs {venv}: run `make venv policy-venv`")
+    running = local.up(tmp_path_factory.mktemp("cluster"), engine, die_with_parent=True)
+    yield running
+    running.down()
+
+
+@pytest.fixture
+def stacks(local_cluster: local.LocalCluster, tmp_path: Path) -> Iterator[LocalStacks]:
+    if local_cluster.free_volumes() < MIN_FREE_VOLUMES:
+        local_cluster.add_volumes(MIN_FREE_VOLUMES)
+    yield LocalStacks.create(tmp_path, local_cluster, {"NGC_API_KEY": NGC_KEY})
+    delete_namespaces(local_cluster)
+
+
+def delete_namespaces(running: local.LocalCluster) -> None:
+    """Every namespace a test made goes (with what it holds), so the next test starts clean."""
+    names = running.kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}").split()
+    mine = [name for name in names if name not in SYSTEM_NAMESPACES]
+    if mine:
+        running.kubectl("delete", "namespace", "--wait=true", "--timeout=60s", *mine)

@@ -1,0 +1,64 @@
+"""Changes after the first `up`, on the real engine: drift made with kubectl, and a refused
+storage class."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from tests.real.conftest import LAYER_SECRETS
+from tools import cluster as local
+from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
+
+GRAPH = "dynamographdeployment/cosmos3-nano-reasoner-agg-h200-session-affinity"
+NAMESPACE = "cosmos3-nano-reasoner"
+TTL_ARG = "/spec/components/0/podTemplate/spec/containers/0/args/5"
+
+
+def deploy_affinity(stacks: LocalStacks) -> None:
+    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
+    stacks.run("up", "--yes", "--stack", "shared")
+    stacks.configure("session-affinity", SITE)
+    stacks.run("up", "--yes", "--stack", "session-affinity")
+
+
+def live_ttl(cluster: local.LocalCluster) -> str:
+    graph = json.loads(cluster.kubectl("get", GRAPH, "-n", NAMESPACE, "-o", "json"))
+    args = graph["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
+    return str(args[args.index("--router-session-affinity-ttl-secs") + 1])
+
+
+def test_a_ttl_changed_with_kubectl_shows_in_a_refreshed_preview_and_up_restores_it(
+    stacks: LocalStacks, local_cluster: local.LocalCluster
+) -> None:
+    deploy_affinity(stacks)
+    patch = [
+        {"op": "test", "path": TTL_ARG, "value": "300"},
+        {"op": "replace", "path": TTL_ARG, "value": "120"},
+    ]
+    local_cluster.kubectl("patch", GRAPH, "-n", NAMESPACE, "--type=json", "-p", json.dumps(patch))
+    assert live_ttl(local_cluster) == "120"
+
+    unrefreshed = stacks.run("preview", "--stack", "session-affinity").stdout
+    assert re.search(r"Resources:\s+\d+ unchanged", unrefreshed), "the state still says 300"
+    refreshed = stacks.run("preview", "--refresh", "--diff", "--stack", "session-affinity")
+    assert re.search(r'"120"\s*=>\s*"300"', refreshed.stdout), refreshed.stdout
+
+    stacks.run("up", "--refresh", "--yes", "--stack", "session-affinity")
+    assert live_ttl(local_cluster) == "300"
+
+
+def test_a_new_storage_class_is_refused_at_preview(stacks: LocalStacks) -> None:
+    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
+    stacks.run("up", "--yes", "--stack", "shared")
+    stacks.run("config", "set", "modelCacheStorageClass", "other-rwx", "--stack", "shared")
+
+    refused = stacks.run("preview", "--stack", "shared", check=False)
+    assert refused.returncode != 0
+    text = refused.stdout + refused.stderr
+    assert re.search(
+        r"unable to replace resource \"urn:pulumi:shared::cosmos3-nano-reasoner::"
+        r"[^\"]*kubernetes:core/v1:PersistentVolumeClaim::cosmos3-model-cache\"\s+"
+        r"as it is currently marked for protection",
+        text,
+    ), text

@@ -1,0 +1,111 @@
+"""The project's stacks on the local tier: the engine's `pulumi` in a copy of the project, a file
+backend of its own and a passphrase, against a local cluster (tools/cluster).
+
+What the real-tier tests and `tools.engine_goldens` drive; the commands are the ones a user types
+(`pulumi stack init`, `pulumi config set`, `pulumi up --yes`), run non-interactively.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tools import cluster as local
+from tools.cluster import objects
+from tools.engine import PROJECT
+from tools.project_copy import copy_project
+
+PASSPHRASE = "local-tier-passphrase"
+"""Encrypts the stack config of a throwaway file backend; a real backend's secrets are the user's."""
+COMMAND_TIMEOUT_SECONDS = 300
+OUTPUT_TAIL = 3000
+SITE = {"kubeContext": objects.CONTEXT}
+"""The config every stack needs on the local cluster."""
+LAYER_SITE = SITE | {"modelCacheStorageClass": objects.RWX_CLASS}
+"""And a stack that owns the layer (with `ngcApiKey` as a secret)."""
+
+
+class PulumiFailed(Exception):
+    """A `pulumi` command exited non-zero; the message has the command and its output's end."""
+
+
+@dataclass
+class LocalStacks:
+    project: Path
+    env: dict[str, str]
+    transcript: list[str] = field(default_factory=list)
+
+    @classmethod
+    def create(
+        cls,
+        workdir: Path,
+        cluster: local.LocalCluster,
+        extra_env: Mapping[str, str] = {},
+    ) -> LocalStacks:
+        """A project copy in `workdir/project`, its venvs linked, a backend in `workdir/backend`."""
+        project = copy_project(workdir / "project")
+        # The program's and the policy pack's venvs, as `make venv policy-venv` made them.
+        (project / ".venv").symlink_to(PROJECT / ".venv")
+        (project / "policy" / "venv").symlink_to(PROJECT / "policy" / "venv")
+        backend = workdir / "backend"
+        home = workdir / "home"
+        backend.mkdir()
+        home.mkdir()
+        env = cluster.process_environment({"PATH": os.environ.get("PATH", os.defpath)})
+        env.update(
+            HOME=str(home),
+            PULUMI_BACKEND_URL=f"file://{backend}",
+            PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
+            PULUMI_SKIP_CONFIRMATIONS="true",
+            **extra_env,
+        )
+        return cls(project, env)
+
+    def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self._run(["pulumi", *args, "--non-interactive", "--color=never"], check, args)
+
+    def shell(self, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+        """One command line (a README's), run by bash in the project copy."""
+        return self._run(["bash", "-euo", "pipefail", "-c", command], check, (command,))
+
+    def configure(
+        self, stack: str, values: Mapping[str, str], secrets: Mapping[str, str] = {}
+    ) -> None:
+        """`pulumi stack init`, then `pulumi config set [--secret]` of each value."""
+        self.run("stack", "init", stack)
+        for key, value in values.items():
+            self.run("config", "set", key, value, "--stack", stack)
+        for key, value in secrets.items():
+            self.run("config", "set", "--secret", key, value, "--stack", stack)
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        printed = self.run("stack", "output", "--json", "--stack", stack).stdout
+        outputs: dict[str, Any] = json.loads(printed)
+        return outputs
+
+    def _run(
+        self, argv: list[str], check: bool, shown: Sequence[str]
+    ) -> subprocess.CompletedProcess[str]:
+        result = subprocess.run(
+            argv,
+            cwd=self.project,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT_SECONDS,
+            check=False,
+        )
+        line = " ".join(shown) if argv[0] == "pulumi" else shown[0]
+        prefix = "pulumi " if argv[0] == "pulumi" else ""
+        self.transcript.append(f"$ {prefix}{line}\n{result.stdout}{result.stderr}")
+        if check and result.returncode != 0:
+            raise PulumiFailed(
+                f"`{prefix}{line}` exited {result.returncode}:\n"
+                f"{result.stdout[-OUTPUT_TAIL:]}\n{result.stderr[-OUTPUT_TAIL:]}"
+            )
+        return result
