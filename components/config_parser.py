@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import difflib
 import functools
+import json
 from collections.abc import Collection, Mapping
 from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
 from components.config_rules import shown
+from components.credentials import credential_kind, mask
 from components.settings import (
     PROJECT,
     QUIET_KEYS,
@@ -34,6 +36,10 @@ REMOVED_KEYS = {
     ),
 }
 """Keys older stack files may still set, with why they went."""
+MAX_VALUE_BYTES = 64 * 1024
+"""One config value's size at most. The API server refuses a request over 3 MiB and etcd an
+object over 1.5 MiB; an object carries a handful of values at most, so 64 KiB each keeps every
+object the program makes under both."""
 
 
 class ConfigError(ValueError):
@@ -54,17 +60,19 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     values = {key: value for key, value in own.items() if key in declared}
     settings, unvalidated, problems = _validated(values)
     problems += [f"  {problem}" for problem in cross_check_problems(settings, unvalidated)]
+    problems += _oversized_lines(own)
     present = {key: bool(own.get(key)) for key in SECRET_KEYS}
     marked = {key.rpartition(":")[2] for key in secret_keys}
     secret_problems = _secret_problems(settings, unvalidated, present, marked)
     sections = [
         (_unknown_keys_lines(unknown), "Unknown stack config (a typo?):"),
+        (_plain_credential_lines(own), "Credentials in plain stack config:"),
         (problems, "Invalid stack config:"),
         (secret_problems, "Invalid secret config:"),
     ]
     message = "\n".join(line for lines, title in sections if lines for line in (title, *lines))
     if message:
-        raise ConfigError(message)
+        raise ConfigError(mask(message))  # whatever a rule quoted, never a credential
     return settings
 
 
@@ -159,6 +167,39 @@ def _secret_problems(
             "and `pulumi config rm` them here"
         )
     return problems
+
+
+def _text(value: Any) -> str:
+    """A config value as the CLI hands it over: text, structured values as JSON."""
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _plain_credential_lines(own: Mapping[str, Any]) -> list[str]:
+    """A credential (by its shape, `components.credentials`) in a key that is not secret: plain
+    text in the stack file, the state and the objects. The value is never shown."""
+    lines = []
+    for key in sorted(set(own) - SECRET_KEYS):
+        kind = credential_kind(_text(own[key]))
+        if kind:
+            lines.append(
+                f"  {config_key(key)} holds {kind} (not shown): credentials go only in secret "
+                f"config, the NGC key in `pulumi config set --secret {config_key('ngcApiKey')}`, "
+                f"a mirror's password in `pulumi config set --secret "
+                f"{config_key('registryPassword')}`; then `pulumi config rm {config_key(key)}`"
+            )
+    return lines
+
+
+def _oversized_lines(own: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for key in sorted(own):
+        size = len(_text(own[key]).encode(errors="replace"))
+        if size > MAX_VALUE_BYTES:
+            lines.append(
+                f"  {config_key(key)}: {size // 1024} KiB, at most {MAX_VALUE_BYTES // 1024} KiB: "
+                "every object the program makes must stay under the API server's request limit"
+            )
+    return lines
 
 
 def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BeforeValidator, Field
 
 from components import k8s_values as k8s
+from components.credentials import credential_kind
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
 _STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
@@ -31,8 +32,18 @@ SHOWN_MAX_CHARACTERS = 60
 hide."""
 
 
+MAX_WORKER_REPLICAS = 5000
+"""More workers than Kubernetes' largest supported cluster has nodes (5,000, "Considerations for
+large clusters") is a typo, not a deployment; each worker holds at least one GPU."""
+MAX_GPUS_PER_POD = 16
+"""No GPU node offers more than 16 GPUs (8 on an H200 node), and one pod runs on one node."""
+
+
 def shown(text: str) -> str:
-    """`text` as a refusal may show it: quoted when short, else by its length."""
+    """`text` as a refusal may show it: quoted when short, else by its length; never a value
+    that holds a credential (`components.credentials`), whatever its key."""
+    if credential_kind(text):
+        return "a value that holds a credential (not shown)"
     quoted = repr(text)
     return quoted if len(quoted) <= SHOWN_MAX_CHARACTERS else f"a {len(text)}-character value"
 
@@ -83,6 +94,27 @@ def _context_name(value: str) -> list[str]:
     if value != value.strip():
         return ["must not begin or end with whitespace"]
     return _no_control_characters(value)
+
+
+def _own_namespace(value: str) -> list[str]:
+    problems = k8s.is_dns1123_label(value)
+    if not problems and k8s.is_system_namespace(value):
+        owned = "default, kube-system, kube-public, kube-node-lease, any kube-*"
+        problem = (
+            f"is a namespace the cluster owns ({owned}): the stack would create, protect or "
+            "adopt it and everything in it; choose one of its own, e.g. cosmos3-nano-reasoner"
+        )
+        return [problem]
+    return problems
+
+
+def _at_most(limit: int, why: str) -> AfterValidator:
+    def check(value: int) -> int:
+        if value > limit:
+            raise ValueError(f"must be at most {limit}: {why}")
+        return value
+
+    return AfterValidator(check)
 
 
 def _registry_server(value: str) -> list[str]:
@@ -145,7 +177,9 @@ ContextName = Annotated[str, _rule(_context_name)]
 Path = Annotated[str, _rule(_no_control_characters)]
 StackReference = Annotated[str, _rule(_stack_reference_name)]
 DnsLabel = Annotated[str, _rule(k8s.is_dns1123_label)]
-"""Namespace (ValidateNamespaceName) and claim name: lowercase RFC 1123 labels."""
+"""A claim name: a lowercase RFC 1123 label."""
+OwnNamespace = Annotated[str, _rule(_own_namespace)]
+"""The namespace (ValidateNamespaceName: an RFC 1123 label), never one the cluster owns."""
 StorageClass = Annotated[str, _rule(_storage_class)]
 RegistryServer = Annotated[str, _rule(_registry_server)]
 RegistryUsername = Annotated[str, _rule(_registry_username)]
@@ -153,7 +187,17 @@ Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
 Image = Annotated[str, _rule(k8s.image_problems)]
 Count = Annotated[int, Field(ge=1, le=k8s.INT32_MAX)]
 """Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
-GpuCount = Annotated[int, Field(ge=0, le=k8s.INT32_MAX)]
+GpuCount = Annotated[
+    int, Field(ge=0), _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
+]
+WorkerGpus = Annotated[
+    int, Field(ge=1), _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
+]
+WorkerReplicas = Annotated[
+    int,
+    Field(ge=1),
+    _at_most(MAX_WORKER_REPLICAS, "more workers than the largest Kubernetes cluster has nodes"),
+]
 RuntimeVersion = Annotated[
     str, Field(pattern=r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
 ]

@@ -20,7 +20,12 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
+from components.input_files import InputFileError, read_stream, read_text
 from components.routing import RoutingProfile, routing_for
+
+MAX_OUTPUTS_BYTES = 4 * 1024 * 1024
+"""A stack's outputs are a few hundred bytes; a file of more is not one."""
 
 
 class StackOutputs(BaseModel):
@@ -34,16 +39,17 @@ class StackOutputs(BaseModel):
     profile: RoutingProfile
     graph_name: str
     frontend_service: str
-    frontend_port: int
+    frontend_port: int = Field(ge=1, le=65535)
     frontend_url: str = Field(description="Base URL of the frontend, without a trailing slash.")
     models_url: str
     served_model: str
     session_affinity_ttl_seconds: int | None = None
     session_header: str | None = None
-    worker_replicas: int
+    worker_replicas: int = Field(ge=1, le=MAX_WORKER_REPLICAS)
     worker_gpus: int = Field(
         default=1,
         ge=0,
+        le=MAX_GPUS_PER_POD,
         description="GPUs per worker (0 in the lab): the graph takes replicas x this",
     )
     model_cache_claim: str | None = None
@@ -88,25 +94,28 @@ class StackOutputs(BaseModel):
     def load(cls, source: Path | IO[str]) -> StackOutputs:
         """Read `pulumi stack output --json` (or a lab outputs file) from a path or a stream."""
         name = str(source) if isinstance(source, Path) else getattr(source, "name", "<stream>")
+        what = "stack-outputs file"
         try:
-            text = source.read_text() if isinstance(source, Path) else source.read()
+            if isinstance(source, Path):
+                text = read_text(source, what, MAX_OUTPUTS_BYTES)
+            else:
+                text = read_stream(source, name, what, MAX_OUTPUTS_BYTES)
             data = json.loads(text)
-            if isinstance(data, dict) and "graphName" not in data and "ngcSecret" in data:
+            if not isinstance(data, dict):
+                kind = "an array" if isinstance(data, list) else f"a {type(data).__name__}"
+                raise OutputsError(
+                    f"stack outputs in {name} are {kind}, not a JSON object: pass what "
+                    "`pulumi stack output --json` prints"
+                )
+            if "graphName" not in data and "ngcSecret" in data:
                 raise OutputsError(
                     f"stack outputs in {name} are a shared layer's (a stack with deployGraph "
                     "false): it deploys no graph to test; pass the outputs of a stack that does "
                     "(dev, round-robin or session-affinity)"
                 )
             return cls.model_validate(data)
-        except FileNotFoundError as error:
-            raise OutputsError(f"stack outputs file {name} does not exist") from error
-        except IsADirectoryError as error:
-            raise OutputsError(f"{name} is a directory, not a stack-outputs file") from error
-        except OSError as error:
-            reason = error.strerror or type(error).__name__
-            raise OutputsError(f"stack outputs file {name} cannot be read ({reason})") from error
-        except UnicodeDecodeError as error:
-            raise OutputsError(f"{name} is not UTF-8 text (a binary file?)") from error
+        except InputFileError as error:  # missing, a directory or device, too big, not text
+            raise OutputsError(str(error)) from None
         except json.JSONDecodeError as error:
             raise OutputsError(f"stack outputs in {name} are not JSON: {error}") from error
         except ValidationError as error:

@@ -18,6 +18,10 @@ from decimal import Decimal, InvalidOperation
 
 INT32_MAX = 2**31 - 1
 """Replica counts and most integers of the Kubernetes API are int32."""
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
+"""The namespaces the cluster owns: the NamespaceLifecycle admission plugin's immortal ones
+(plugin/pkg/admission/namespace/lifecycle), plus the `kube-` prefix Kubernetes reserves for its
+own ("Avoid creating namespaces with the prefix kube-", Namespaces concept page)."""
 
 # validation.go: dns1123LabelFmt, DNS1123LabelMaxLength (IsDNS1123Label).
 _DNS1123_LABEL_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -76,6 +80,11 @@ def is_dns1123_label(value: str) -> list[str]:
             )
         )
     return problems
+
+
+def is_system_namespace(name: str) -> bool:
+    """True for a namespace the cluster owns (`default`, `kube-system`, any `kube-*`)."""
+    return name in SYSTEM_NAMESPACES or name.startswith("kube-")
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:

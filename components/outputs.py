@@ -12,6 +12,7 @@ from typing import Any
 
 from components import names
 from components.contract import StackOutputs
+from components.k8s_values import is_system_namespace
 from components.layer_manifests import SharedLayer
 from components.settings import StackSettings, config_key
 
@@ -114,6 +115,11 @@ def shared_layer_from_outputs(
             f"{config_key('workerImage')} is {settings.worker_image!r}, but {stack} filled the "
             f"model cache with {outputs[WORKER_IMAGE_KEY]!r}: set the same workerImage on both "
             f"stacks; to change the image, update {stack} first (it downloads for the new image)."
+        )
+    if is_system_namespace(str(outputs["namespace"])):
+        raise SharedLayerError(
+            f"{stack} puts the layer in namespace {outputs['namespace']!r}, which the cluster owns: "
+            f"set {config_key('namespace')} on {stack} to a namespace of its own and update it first"
         )
     return SharedLayer(
         namespace=str(outputs["namespace"]),

@@ -31,6 +31,7 @@ from components.config_rules import (
     Image,
     NimProfile,
     NodeSelector,
+    OwnNamespace,
     Path,
     Quantity,
     RegistryServer,
@@ -39,6 +40,8 @@ from components.config_rules import (
     StackReference,
     StorageClass,
     Tolerations,
+    WorkerGpus,
+    WorkerReplicas,
 )
 from components.routing import (
     MAX_AFFINITY_TTL_SECONDS,
@@ -75,7 +78,7 @@ class StackSettings(BaseModel):
     shared_stack: StackReference
     deploy_graph: bool
 
-    namespace: DnsLabel
+    namespace: OwnNamespace
     create_namespace: bool
 
     registry_server: RegistryServer
@@ -100,8 +103,8 @@ class StackSettings(BaseModel):
     frontend_image: Image
     worker_image: Image
     worker_dynamo_runtime_version: RuntimeVersion
-    worker_replicas: Count
-    worker_gpus: Count
+    worker_replicas: WorkerReplicas
+    worker_gpus: WorkerGpus
     worker_cpu: Quantity
     worker_memory: Quantity
     worker_shared_memory_size: Quantity

@@ -11,7 +11,8 @@
                                              rest (`lab/predict_cli.py`, docs/lab-prediction.md)
 
 Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
-run), 130 interrupted; `stage` exits with the stage's own status.
+run), 130 interrupted; `stage` exits with the stage's own status. Each command's `--out` is the
+lab's own folder, one command at a time (`lab/out_folder.py`); what it prints is masked.
 """
 
 from __future__ import annotations
@@ -22,13 +23,16 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from components.credentials import masked_output
+from components.output_folders import OutputFolderError, os_error_reason
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
 from lab.calibration import CalibrationError
 from lab.capacity import CapacityError
 from lab.environment import LabInstall, LabNotInstalled
-from lab.graph import DEFAULT_WORKERS, GraphSpec, LabGraph, LabGraphError
-from lab.isolation import ZMQ_WARNING, run_isolated
+from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
+from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
+from lab.out_folder import lab_out
 from lab.predict_cli import add_commands as add_prediction_commands
 from lab.tools import lab_tools
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
@@ -38,7 +42,7 @@ from stages.ab.cli import say as ab_say
 from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
-from stages.options import add_workload_arguments
+from stages.options import add_workload_arguments, positive_integer_option
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -63,19 +67,23 @@ def _up(args: argparse.Namespace) -> int:
     spec = GraphSpec(
         routing=routing_for(args.profile, RECIPE_AFFINITY_TTL_SECONDS), workers=args.workers
     )
+    listener = forwarded_listener()  # in a network namespace of its own: reached through it
     with LabGraph(spec, args.out / "up" / args.profile) as graph:
+        if listener is not None:
+            graph.publish(PortForward(listener, graph.outputs.frontend_port).start().port)
         print(
             f"lab graph {spec.graph_name} serving at {graph.outputs.frontend_url}", file=sys.stderr
         )
         print(f"outputs: {graph.outputs_path}  (Ctrl-C stops it)", file=sys.stderr)
-        print(ZMQ_WARNING, file=sys.stderr)
+        if listener is None:
+            print(ZMQ_WARNING, file=sys.stderr)
         return watch(graph)
 
 
 WATCH_SECONDS = 1.0
-ISOLATED = {"ab", "calibrate", "predict", "capacity"}
+ISOLATED = {"ab", "up", "calibrate", "predict", "capacity"}
 """Commands run in their own network namespace (`lab.isolation`): nothing they start is
-reachable from outside; `up` stays reachable, for trying things by hand."""
+reachable from outside; `up`'s frontend is forwarded from 127.0.0.1, for trying things by hand."""
 
 
 def watch(graph: LabGraph) -> int:
@@ -88,13 +96,13 @@ def watch(graph: LabGraph) -> int:
             if process.name in reported:
                 continue
             reported.add(process.name)
-            status = process.exit_code()
+            cause = graph.exit_cause(process)
             if process is graph.processes[0]:
-                print(f"lab up: the frontend exited (status {status}): stopping the graph; its "
+                print(f"lab up: the frontend exited ({cause}): stopping the graph; its "
                       f"log: {process.log_path}", file=sys.stderr)  # fmt: skip
                 return EXIT_FAILED
             alive = graph.spec.workers - len(reported)
-            print(f"lab up: {process.name} exited (status {status}); {alive} workers still serve; "
+            print(f"lab up: {process.name} exited ({cause}); {alive} workers still serve; "
                   f"its log: {process.log_path}", file=sys.stderr)  # fmt: skip
 
 
@@ -105,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     ab = commands.add_parser(
         "ab", help="the A/B orchestrator on the lab: both profiles, archived, then the report"
     )
-    ab.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="mock workers per graph")
+    workers = positive_integer_option(MAX_WORKERS)
+    ab.add_argument("--workers", default=DEFAULT_WORKERS, help="mock workers per graph", **workers)
     add_run_arguments(ab, DEFAULT_OUT)
     add_workload_arguments(ab)
     ab.set_defaults(handler=_ab)
@@ -116,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
         choices=[p.value for p in RoutingProfile],
         default=RoutingProfile.ROUND_ROBIN.value,
     )
-    up.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="mock workers")
+    up.add_argument("--workers", default=DEFAULT_WORKERS, help="mock workers", **workers)
     up.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
     )
@@ -138,23 +147,37 @@ def _stage(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.command in ISOLATED and argv is None:  # the command line, not a test calling main()
-        run_isolated(sys.argv[1:])  # returns inside the namespace, or where it cannot make one
+    with masked_output():
+        args = build_parser().parse_args(argv)
+        if args.command in ISOLATED and argv is None:  # the command line, not a test's main()
+            # Returns inside the namespace, or where it cannot make one.
+            run_isolated(sys.argv[1:], forward=args.command == "up")
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         with signals_as_keyboard_interrupt():
-            return int(args.handler(args))
+            if not hasattr(args, "out"):  # `stage`: the stage claims its own --out
+                return int(args.handler(args))
+            with lab_out(args.out, args.command):
+                return int(args.handler(args))
     except KeyboardInterrupt:
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LabNotInstalled, LabGraphError, StageError) as error:
         print(f"lab {args.command} FAILED: {error}", file=sys.stderr)
         return EXIT_FAILED
-    except (CalibrationError, CapacityError, ValueError) as error:
-        # A table, results file or calibration the lab cannot use (pydantic's ValidationError
-        # is a ValueError): checked before any graph starts, so nothing ran.
+    except (CalibrationError, CapacityError, OutputFolderError, ValueError) as error:
+        # A table, results file, calibration or --out the lab cannot use (pydantic's
+        # ValidationError is a ValueError): checked before any graph starts, so nothing ran.
         print(f"lab {args.command}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except OSError as error:  # a full disk, a folder it may not write: say which
+        where = f" {error.filename}" if error.filename else ""
+        reason = os_error_reason(error)
+        print(f"lab {args.command} FAILED: cannot write{where}: {reason}", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Self
 
 from components.contract import StackOutputs
+from components.credentials import mask_values
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
@@ -144,7 +145,7 @@ def write_summary(target: LabAbTarget, run: AbRun, result: AbResult, seconds: fl
         "peak_rss_bytes": max(peaks, default=0),
     }
     path = run.out_dir / "summary.json"
-    path.write_text(json.dumps(summary, indent=2) + "\n")
+    path.write_text(json.dumps(mask_values(summary), indent=2) + "\n")
     return path
 
 

@@ -38,6 +38,7 @@ from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall, dynamo_environment
 from lab.pre_engine import start_delay_proxy
 from stages.errors import StageFailed
+from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import (
     GroupProcess,
     deferred_interrupts,
@@ -47,6 +48,8 @@ from stages.incluster.processes import (
 from stages.local.run import LOOPBACK, free_port
 
 DEFAULT_WORKERS = 8
+MAX_WORKERS = 128
+"""What one machine runs: each mock worker holds about 115 MiB and 4 ZMQ sockets (128: ~15 GiB)."""
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.25
 SYSTEM_PORT_RANGE = (20000, 32768)
@@ -68,8 +71,8 @@ class GraphSpec:
     """Wall-clock delay before each request reaches the frontend (`lab/delay_proxy.py`); 0: none."""
 
     def __post_init__(self) -> None:
-        if self.workers < 1:
-            raise ValueError(f"the lab needs at least one worker, got {self.workers}")
+        if not 1 <= self.workers <= MAX_WORKERS:
+            raise ValueError(f"the lab runs 1 to {MAX_WORKERS} workers, got {self.workers}")
         if not 0 <= self.pre_engine_delay_ms < float("inf"):
             raise ValueError(f"a pre-engine delay is 0 or more ms, got {self.pre_engine_delay_ms}")
 
@@ -187,6 +190,11 @@ class LabGraph:
                 self.delay_proxy, port = start_delay_proxy(
                     self.run_dir, self.frontend_port, self.spec.pre_engine_delay_ms, env
                 )
+        self.publish(port)
+
+    def publish(self, port: int) -> None:
+        """The port clients use, in the outputs and outputs.json: the frontend's, the delay
+        proxy's, or a forward's in front of them (`lab up` in its own network namespace)."""
         self._outputs = lab_outputs(self.spec, port)
         self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
 
@@ -252,10 +260,14 @@ class LabGraph:
         """The graph's processes that are no longer running (the frontend is the first)."""
         return [p for p in self.processes if p.exit_code() is not None]
 
+    def exit_cause(self, process: GroupProcess) -> str:
+        """Why a process of the graph ended: its status, a full disk, what its log says."""
+        return exit_cause(process.exit_code(), process.log_tail(40), self.run_dir)
+
     def _fail_if_a_process_exited(self) -> None:
         exited = self.exited()
         if exited:
-            names = ", ".join(f"{p.name} (exit {p.exit_code()})" for p in exited)
+            names = ", ".join(f"{p.name} ({self.exit_cause(p)})" for p in exited)
             raise LabGraphError(f"lab process exited during start-up: {names}\n" + self.log_tails())
 
     def log_tails(self) -> str:

@@ -9,44 +9,42 @@ a new network namespace whose only interface is its own loopback, brought up her
 the workers, the stage programs and AIPerf all run inside it; nothing of the lab can be reached
 from another host, or from this one outside the namespace.
 
+`python -m lab up` runs in a namespace of its own too, and stays reachable from your shell: before
+it re-executes itself it listens on the machine's 127.0.0.1 (a socket of the machine's network,
+passed on as an open file, `FORWARD_FD_ENV`), and inside the namespace it forwards each connection
+to that socket to its frontend (`PortForward`). Nothing of it listens on any other interface.
+
 Where the machine does not allow unprivileged user namespaces (some CI runners), the lab says so
-and runs as before. `python -m lab up` stays on the machine's loopback (you talk to its frontend
-from outside), and says what it cannot close.
+and runs as before, on loopback but for the ZMQ sockets.
 """
 
 from __future__ import annotations
 
-import fcntl
+import asyncio
 import os
-import shutil
 import socket
-import struct
-import subprocess
 import sys
+import threading
 from collections.abc import Sequence
+
+from lab.delay_proxy import forward_connections, loopback_listener
+from tools.netns import UNSHARE, can_isolate, loopback_up
 
 ISOLATED_ENV = "LAB_NETWORK_NAMESPACE"
 """Set inside the namespace (also to `off` to opt out of isolating)."""
-UNSHARE = ("unshare", "--user", "--map-root-user", "--net")
+FORWARD_FD_ENV = "LAB_FORWARD_FD"
+"""Inside the namespace: the file descriptor of `lab up`'s listening socket on the machine."""
 ZMQ_WARNING = (
     "lab: note: Dynamo's ZMQ event plane binds 4 sockets per worker on all interfaces (no setting "
     "in Dynamo 1.6.1); everything else listens on 127.0.0.1"
 )
-_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
-_IFREQ = "16sH22x"  # struct ifreq: the name, the flags, padding to 40 bytes
 
 
-def can_isolate() -> bool:
-    """True when `unshare` exists and this user may make a user and network namespace."""
-    if shutil.which(UNSHARE[0]) is None:
-        return False
-    probe = subprocess.run([*UNSHARE, "true"], capture_output=True, timeout=10, check=False)
-    return probe.returncode == 0
-
-
-def run_isolated(argv: Sequence[str]) -> None:
+def run_isolated(argv: Sequence[str], forward: bool = False) -> None:
     """Re-execute `python -m lab argv` in a network namespace of its own, when possible; inside
-    it, bring the loopback up and return. Returns too (after saying why) when it cannot isolate."""
+    it, bring the loopback up and return. Returns too (after saying why) when it cannot isolate.
+
+    `forward`: first listen on the machine's 127.0.0.1, for `forwarded_listener` inside."""
     state = os.environ.get(ISOLATED_ENV)
     if state == "inside":
         loopback_up()
@@ -58,13 +56,38 @@ def run_isolated(argv: Sequence[str]) -> None:
               f"(set {ISOLATED_ENV}=off to silence this)", file=sys.stderr)  # fmt: skip
         return
     env = os.environ | {ISOLATED_ENV: "inside"}
+    if forward:
+        listener = loopback_listener()
+        listener.set_inheritable(True)  # survives both execs: unshare's, then Python's
+        env[FORWARD_FD_ENV] = str(listener.fileno())
     command = [*UNSHARE, "--", sys.executable, "-m", "lab", *argv]
     os.execvpe(UNSHARE[0], command, env)
 
 
-def loopback_up() -> None:
-    """`ip link set lo up`, without needing iproute2: a new namespace's loopback starts down."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        request = struct.pack(_IFREQ, b"lo", 0)
-        flags = struct.unpack(_IFREQ, fcntl.ioctl(probe, _SIOCGIFFLAGS, request))[1]
-        fcntl.ioctl(probe, _SIOCSIFFLAGS, struct.pack(_IFREQ, b"lo", flags | _IFF_UP))
+def forwarded_listener() -> socket.socket | None:
+    """Inside the namespace: the listening socket `run_isolated(forward=True)` passed on (it
+    belongs to the machine's network), or None when there is none."""
+    descriptor = os.environ.get(FORWARD_FD_ENV)
+    if os.environ.get(ISOLATED_ENV) != "inside" or not descriptor or not descriptor.isdigit():
+        return None
+    listener = socket.socket(fileno=int(descriptor))
+    listener.set_inheritable(False)  # none of the graph's processes may hold it
+    return listener
+
+
+class PortForward:
+    """Connections to `listener` forwarded to 127.0.0.1:`upstream_port`, from a daemon thread."""
+
+    def __init__(self, listener: socket.socket, upstream_port: int) -> None:
+        self.listener = listener
+        self.port = int(listener.getsockname()[1])
+        self._thread = threading.Thread(
+            target=asyncio.run,
+            args=(forward_connections(listener, upstream_port),),
+            name="lab-port-forward",
+            daemon=True,
+        )
+
+    def start(self) -> PortForward:
+        self._thread.start()
+        return self

@@ -19,14 +19,16 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from components.routing import RoutingProfile
+from components.routing import MAX_AFFINITY_TTL_SECONDS, RoutingProfile
 from lab.calibration import Calibration, calibrate
 from lab.capacity import plan_capacity
+from lab.graph import MAX_WORKERS
 from lab.measured_table import RECIPE_TABLE, MeasuredTable
 from lab.prediction import Prediction, predict
 from lab.prediction_report import render
 from lab.sweep import LabRunner, LabSweep
 from stages.core.model_files import write_model
+from stages.core.workload import MAX_CONCURRENCY, MAX_QUESTIONS, MAX_TOKENS
 from stages.options import (
     concurrency_option,
     integer_option,
@@ -36,6 +38,10 @@ from stages.options import (
 
 DEFAULT_OUT = Path("build/lab/predict")
 DEFAULT_SLOWDOWN = 6.0
+MAX_SLOWDOWN = 1000.0
+"""A lab 1,000 times slower than the deployment already takes hours a level; beyond, it never ends."""
+MAX_MS = 3_600_000.0
+"""An hour: no latency or engine time of a request is longer."""
 CALIBRATION_FILE = "calibration.json"
 PREDICTION_FILE = "prediction.json"
 CHECK_FILE = "prediction-check.json"
@@ -51,14 +57,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--results", nargs=2, type=Path, metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
         help="both profiles' results.json from your perf stage (default: the recipe's table)",
     )  # fmt: skip
-    calibrate_parser.add_argument("--reference-concurrency", **positive_integer_option(), default=1,
+    calibrate_parser.add_argument("--reference-concurrency", **positive_integer_option(MAX_CONCURRENCY), default=1,
                                   help="the level to calibrate on (default 1: nothing queues)")  # fmt: skip
-    calibrate_parser.add_argument("--warm-engine-ms", **positive_number_option(),
+    calibrate_parser.add_argument("--warm-engine-ms", **positive_number_option(MAX_MS),
                                   help="engine share of a warm first token (default: the mock "
                                   "engine's own, at speed 1)")  # fmt: skip
-    calibrate_parser.add_argument("--tolerance", **positive_number_option(), default=0.02,
+    calibrate_parser.add_argument("--tolerance", **positive_number_option(1.0), default=0.02,
                                   help="relative error accepted on each time (default 0.02)")  # fmt: skip
-    calibrate_parser.add_argument("--max-runs", **positive_integer_option(), default=3,
+    calibrate_parser.add_argument("--max-runs", **positive_integer_option(100), default=3,
                                   help="lab checks at most (default 3)")  # fmt: skip
     calibrate_parser.set_defaults(handler=_calibrate)
 
@@ -69,7 +75,7 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
                                 metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
                                 help="a measured table to compare with (default: the recipe's, "
                                 "unless a what-if option changes the workload)")  # fmt: skip
-    predict_parser.add_argument("--check-slowdown", **positive_number_option(),
+    predict_parser.add_argument("--check-slowdown", **positive_number_option(MAX_SLOWDOWN),
                                 help="run again this many times slower and compare")  # fmt: skip
     predict_parser.set_defaults(handler=_predict)
 
@@ -93,10 +99,12 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--profile", required=True, choices=[p.value for p in RoutingProfile]
     )
     capacity_parser.add_argument("--target-rps", **positive_number_option(), required=True)
-    capacity_parser.add_argument("--max-ttft-p95-ms", **positive_number_option(), required=True)
+    capacity_parser.add_argument(
+        "--max-ttft-p95-ms", **positive_number_option(MAX_MS), required=True
+    )
     capacity_parser.add_argument("--sessions-per-worker", **concurrency_option(), default=(1, 2, 4),
                                  help="sessions per worker to try (default 1,2,4)")  # fmt: skip
-    capacity_parser.add_argument("--max-workers", **positive_integer_option(), default=32,
+    capacity_parser.add_argument("--max-workers", **positive_integer_option(MAX_WORKERS), default=32,
                                  help="largest fleet the lab runs (default 32)")  # fmt: skip
     capacity_parser.set_defaults(handler=_capacity)
 
@@ -108,7 +116,7 @@ def _add_out(parser: argparse.ArgumentParser) -> None:
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_out(parser)
-    parser.add_argument("--slowdown", **positive_number_option(),
+    parser.add_argument("--slowdown", **positive_number_option(MAX_SLOWDOWN),
                         help=f"run the lab this many times slower than the deployment (default: "
                         f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)")  # fmt: skip
 
@@ -117,11 +125,13 @@ def _add_what_if(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--calibration", type=Path,
                         help=f"default: <out>/{CALIBRATION_FILE}")  # fmt: skip
     what_if = parser.add_argument_group("what if (default: the calibration's workload and fleet)")
-    what_if.add_argument("--workers", **positive_integer_option())
-    what_if.add_argument("--questions", **positive_integer_option())
-    what_if.add_argument("--output-tokens", **positive_integer_option())
+    what_if.add_argument("--workers", **positive_integer_option(MAX_WORKERS))
+    what_if.add_argument("--questions", **positive_integer_option(MAX_QUESTIONS))
+    what_if.add_argument("--output-tokens", **positive_integer_option(MAX_TOKENS))
     what_if.add_argument(
-        "--affinity-ttl", **positive_integer_option(), help="seconds (default 300)"
+        "--affinity-ttl",
+        **positive_integer_option(MAX_AFFINITY_TTL_SECONDS),
+        help="seconds (default 300)",
     )
     what_if.add_argument("--concurrency", **concurrency_option(), help="e.g. 1,2,4,8,16")
     what_if.add_argument("--waves", **positive_number_option(), default=2.0,

@@ -21,6 +21,7 @@ from pathlib import Path
 # Installed in the Dynamo venv only (this script runs there), hence no stubs for mypy here.
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
+from components.output_folders import OutputFolderError, claimed_folder
 from lab.standin import vocabulary
 
 MODEL_NAME = "tiny-llama"
@@ -151,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="model directory to write")
     args = parser.parse_args(argv)
-    build(args.out)
+    try:
+        with claimed_folder(args.out, "python -m lab.tiny_model"):
+            build(args.out)
+    except OutputFolderError as error:
+        print(f"tiny model: {error}", file=sys.stderr)
+        return 2
     print(f"tiny model '{MODEL_NAME}' written to {args.out}", file=sys.stderr)
     return 0
 

@@ -10,6 +10,7 @@
 The outputs' `target` chooses where smoke and perf run (`stages.targets`): `cluster` as Jobs in
 the stack's namespace; `lab` as local processes, through the lab (`python -m lab stage ...`),
 which passes in its tools. Each stage is one subcommand added by one `_add_<stage>` function.
+A stage's `--out` is its own (`components.output_folders`); its output is masked (`credentials`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from components.contract import OutputsError, StackOutputs
+from components.credentials import masked_output
+from components.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from stages import targets
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
@@ -30,8 +33,15 @@ from stages.archive.cli import run as run_archive
 from stages.archive.layout import ArchiveLocation
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import REPORT_FILE, write_report
-from stages.core.results import ProfileResults
-from stages.errors import EXIT_INTERRUPTED, EXIT_USAGE, StageError, UsageError, exit_status_help
+from stages.core.results import ProfileResults, ResultsError
+from stages.errors import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_USAGE,
+    StageError,
+    UsageError,
+    exit_status_help,
+)
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.local.run import LocalTools
 from stages.options import (
@@ -46,6 +56,8 @@ from stages.options import (
 DEFAULT_PERF_DIR = Path("build/perf")
 SMOKE_MODEL_WAIT_SECONDS = 60.0
 PERF_MODEL_WAIT_SECONDS = 600.0
+MAX_GPUS = 100_000
+"""`ab --gpus`: more GPUs than any one Kubernetes cluster holds (5,000 nodes of 8) is a typo."""
 
 Handler = Callable[[argparse.Namespace, LocalTools | None], int]
 
@@ -83,20 +95,23 @@ def _perf(args: argparse.Namespace, local: LocalTools | None) -> int:
     if args.dry_run:
         print(targets.perf_dry_run(outputs, workload, out_dir, args.wait_seconds, cluster, local))
         return 0
-    results = targets.run_perf(outputs, workload, out_dir, args.wait_seconds, cluster, local)
+    with claimed_folder(out_dir, "python -m stages perf"):
+        results = targets.run_perf(outputs, workload, out_dir, args.wait_seconds, cluster, local)
     print(f"perf results: {out_dir / 'results.json'} ({len(results.levels)} levels)")
     return 0
 
 
 def _report(args: argparse.Namespace, local: LocalTools | None) -> int:
-    if args.archive_bucket:
-        first, second = _archived_results(args)
-    else:
+    if not args.archive_bucket:  # read before anything is written
         first, second = (_load_results(Path(p)) for p in args.results)
-    try:
-        markdown = write_report(first, second, args.out)
-    except OSError as error:
-        raise UsageError(f"--out {args.out}: cannot write the report ({error.strerror})") from None
+    with claimed_folder(args.out, "python -m stages report"):
+        if args.archive_bucket:
+            first, second = _archived_results(args)
+        try:
+            markdown = write_report(first, second, args.out)
+        except OSError as error:
+            reason = os_error_reason(error)
+            raise UsageError(f"--out {args.out}: cannot write the report ({reason})") from None
     print(markdown)
     print(f"report written to {args.out / REPORT_FILE}", file=sys.stderr)
     return 0
@@ -105,6 +120,8 @@ def _report(args: argparse.Namespace, local: LocalTools | None) -> int:
 def _load_results(path: Path) -> ProfileResults:
     try:
         return ProfileResults.load(path)
+    except ResultsError as error:  # a file argument that is not a result: nothing ran
+        raise UsageError(f"--results: {error}") from None
     except OSError as error:  # a directory, an unreadable file (a missing one is a ResultsError)
         reason = error.strerror or type(error).__name__
         raise UsageError(f"--results {path} cannot be read ({reason})") from None
@@ -209,7 +226,8 @@ def _add_ab(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 
 def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
-    return run_ab(args)
+    with claimed_folder(args.out, "python -m stages ab"):
+        return run_ab(args)
 
 
 def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -240,6 +258,10 @@ def _check_arguments(args: argparse.Namespace) -> None:
         args.stage_parser.error(
             "--stacks and --run-ids read from the archive: add --archive-bucket"
         )
+    if args.stage == "ab" and not args.rehearse and args.archive_bucket is None:
+        args.stage_parser.error("--archive-bucket BUCKET is required (unless --rehearse)")
+    if args.stage == "ab" and args.gpus is not None and not 1 <= args.gpus <= MAX_GPUS:
+        args.stage_parser.error(f"--gpus must be 1 to {MAX_GPUS} GPUs, got {args.gpus}")
     if args.stage in {"report", "ab"} and args.archive_bucket is not None:
         try:
             _archive_location(args)
@@ -250,14 +272,19 @@ def _check_arguments(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None, local: LocalTools | None = None) -> int:
     """Run one stage; returns its exit status. `local`: the tools of a graph on this machine
     (the lab passes them; without them, outputs with `target: lab` are refused)."""
-    args = build_parser().parse_args(argv)
-    _check_arguments(args)
+    with masked_output():
+        args = build_parser().parse_args(argv)
+        _check_arguments(args)
+        return _run(args, local)
+
+
+def _run(args: argparse.Namespace, local: LocalTools | None) -> int:
     label = "smoke test" if args.stage == "smoke" else args.stage
     handler: Handler = args.handler
     try:
         with signals_as_keyboard_interrupt():
             return handler(args, local)
-    except OutputsError as error:
+    except (OutputsError, OutputFolderError) as error:
         print(f"{args.stage}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except StageError as error:
@@ -266,3 +293,7 @@ def main(argv: Sequence[str] | None = None, local: LocalTools | None = None) -> 
     except KeyboardInterrupt:
         print(f"{label}: interrupted; everything it started was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OSError as error:  # a full disk, a folder it may not write: say which
+        where = f" {error.filename}" if error.filename else ""
+        print(f"{label} FAILED: cannot write{where}: {os_error_reason(error)}", file=sys.stderr)
+        return EXIT_FAILED

@@ -28,6 +28,11 @@ WORKLOAD_OPTIONS = {
 """Each workload field and the option that sets it (what an error about the field names)."""
 WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
 CONCURRENCY_EXAMPLE = "1,2,4,8,16"
+MAX_POSITIVE_NUMBER = 1e9
+"""A factor, rate or tolerance beyond a billion is a typo; 1e308 would overflow what uses it."""
+MAX_SECONDS = 30 * 24 * 3600
+"""The longest wait or timeout an option takes: 30 days, longer than any stage runs. Python's
+waits refuse more than ~292 years and a Job's activeDeadlineSeconds is an int64; 1e308 is a typo."""
 
 
 def _shown(text: str) -> str:
@@ -69,10 +74,12 @@ class _Checked(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
-def _integer(minimum: int | None) -> Callable[[str], int]:
+def _integer(minimum: int | None, maximum: int | None = None) -> Callable[[str], int]:
     def check(text: str) -> int:
         value = int(text)  # ValueError for anything else, or for more than 4300 digits
         if not text.isascii() or (minimum is not None and value < minimum):
+            raise ValueError(text)
+        if maximum is not None and value > maximum:
             raise ValueError(text)
         return value
 
@@ -88,21 +95,26 @@ def _concurrencies(text: str) -> tuple[int, ...]:
 
 def _seconds(text: str) -> float:
     value = float(text)
-    if not math.isfinite(value) or value < 0:
+    if not text.isascii() or not math.isfinite(value) or not 0 <= value <= MAX_SECONDS:
         raise ValueError(text)
     return value
 
 
-def _positive_number(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value) or value <= 0:
-        raise ValueError(text)
-    return value
+def _positive_number(maximum: float) -> Callable[[str], float]:
+    def check(text: str) -> float:
+        value = float(text)
+        if not text.isascii() or not math.isfinite(value) or not 0 < value <= maximum:
+            raise ValueError(text)
+        return value
+
+    return check
 
 
-def positive_integer_option() -> dict[str, Any]:
-    """`add_argument` keywords: a positive integer, or exit 2 naming the option."""
-    return {"action": _Checked, "check": _integer(1), "requirement": "a positive integer"}
+def positive_integer_option(maximum: int | None = None) -> dict[str, Any]:
+    """`add_argument` keywords: a positive integer (up to `maximum`), or exit 2 naming the
+    option. Without a maximum, what takes the value bounds it (the workload's model)."""
+    requirement = "a positive integer" + (f" up to {maximum}" if maximum else "")
+    return {"action": _Checked, "check": _integer(1, maximum), "requirement": requirement}
 
 
 def integer_option(minimum: int) -> dict[str, Any]:
@@ -111,9 +123,11 @@ def integer_option(minimum: int) -> dict[str, Any]:
             "requirement": f"an integer of {minimum} or more"}  # fmt: skip
 
 
-def positive_number_option() -> dict[str, Any]:
-    """`add_argument` keywords: a finite number above 0, or exit 2 naming the option."""
-    return {"action": _Checked, "check": _positive_number, "requirement": "a number above 0"}
+def positive_number_option(maximum: float = MAX_POSITIVE_NUMBER) -> dict[str, Any]:
+    """`add_argument` keywords: a finite number above 0, up to `maximum`, or exit 2 naming the
+    option."""
+    requirement = f"a number above 0, at most {maximum:g}"
+    return {"action": _Checked, "check": _positive_number(maximum), "requirement": requirement}
 
 
 def concurrency_option() -> dict[str, Any]:
@@ -126,8 +140,8 @@ def add_seconds_argument(
     group: argparse.ArgumentParser | argparse._ArgumentGroup, *names: str, **kw: Any
 ) -> None:
     """A duration option: a finite number of seconds, 0 or more."""
-    group.add_argument(*names, action=_Checked, check=_seconds,
-                       requirement="a number of seconds (0 or more)", **kw)  # fmt: skip
+    requirement = f"a number of seconds (0 or more, at most {MAX_SECONDS}: 30 days)"
+    group.add_argument(*names, action=_Checked, check=_seconds, requirement=requirement, **kw)
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,8 +186,8 @@ def workload_problems(error: ValidationError) -> str:
     problems = []
     for problem in error.errors():
         field = str(problem["loc"][0]) if problem["loc"] else ""
-        option = WORKLOAD_OPTIONS.get(field, field or "the workload")
-        problems.append(f"{option}: {problem['msg']}")
+        option = WORKLOAD_OPTIONS.get(field, field or "--videos x --questions")
+        problems.append(f"{option}: {problem['msg'].removeprefix('Value error, ')}")
     return "the workload is refused: " + "; ".join(problems)
 
 

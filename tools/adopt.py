@@ -4,9 +4,11 @@
     pulumi import --stack dev --file build/adopt/dev.json --generate-code=false --yes
     pulumi preview --stack dev
 
-pulumi-kubernetes creates objects client-side and fails with `AlreadyExists` on an object that is
-there already; the program uses the recipe's own names (`ngc-api-secret`, the DGD names), so a user
-who followed the recipe by hand cannot `pulumi up` until Pulumi owns those objects. This writes
+The program uses the recipe's own names (`ngc-api-secret`, the DGD names), so a user who followed
+the recipe by hand has objects the program would create. The pinned provider (4.25.0) would take
+them over on create (decision 0011; 4.29+ fails with `AlreadyExists`); importing them instead
+records them as they are. Known problem on the real tier: the preview after the import plans to
+replace the protected claim over server-set fields (docs/deploying.md). This writes
 Pulumi's import-file format (pulumi `pkg/cmd/pulumi/operations/import.go`, `importFile`) for every
 Kubernetes object the stack's program would create, with the program's own logical names, types,
 parents and explicit provider, so that the imported resources are the ones the program registers
@@ -36,6 +38,9 @@ from typing import Any
 
 from pulumi import RunError
 
+from components.credentials import masked_output
+from components.input_files import InputFileError, parsed_json, read_json_object, read_text
+from components.output_folders import OutputFolderError, os_error_reason, write_whole
 from tools.mock_engine import ProgramRun, Registered
 from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.render import kind_rank, parse_set
@@ -137,7 +142,29 @@ def adopt(
     return import_document(run, include_job)
 
 
+def check_out(out: Path) -> None:
+    """`--out` is a new file or an import document written before; never anything else."""
+    if out.is_dir():
+        raise OutputFolderError(f"--out {out} is a folder: name the import document's file")
+    if not out.exists():
+        return
+    try:
+        document = parsed_json(read_text(out, "import document"), str(out), "--out")
+    except InputFileError:
+        document = None
+    if not (isinstance(document, dict) and isinstance(document.get("resources"), list)):
+        raise OutputFolderError(
+            f"--out {out} exists and is not an import document this tool wrote: it replaces "
+            "only its own; choose another path, e.g. build/adopt/<stack>.json"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
+    with masked_output():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m tools.adopt", description=__doc__.split("\n\n")[0]
     )
@@ -154,16 +181,23 @@ def main(argv: list[str] | None = None) -> int:
                         help="also adopt the model download Job (see the module help)")  # fmt: skip
     args = parser.parse_args(argv)
     try:
+        check_out(args.out)
         overrides = (example_site_for(args.stack) if args.example_site else {}) | parse_set(
             args.set
         )
-        shared = json.loads(args.shared_outputs.read_text()) if args.shared_outputs else None
+        shared = None
+        if args.shared_outputs:
+            shared = read_json_object(args.shared_outputs, "--shared-outputs file")
         document = adopt(args.stack, overrides, shared, args.include_job)
     except (RunError, OSError, ValueError) as error:
         print(f"adopt {args.stack}: {error}", file=sys.stderr)
         return 2
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(document, indent=2) + "\n")
+    try:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        write_whole(args.out, (json.dumps(document, indent=2) + "\n").encode())
+    except OSError as error:
+        print(f"adopt {args.stack}: --out {args.out}: {os_error_reason(error)}", file=sys.stderr)
+        return 1
     adopted = [e for e in document["resources"] if "id" in e]
     for entry in adopted:
         print(f"{entry['type']} {entry['id']}")

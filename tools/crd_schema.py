@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 from jsonschema.protocols import Validator
 
+from components.input_files import InputFileError, read_text
 from tools.k8s_schemas import (
     KUBERNETES_VERSION,
     KubernetesValidator,
@@ -52,9 +53,12 @@ def load_graph_schema(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any
     it, or a file that holds only the openAPIV3Schema object (YAML or JSON).
     """
     try:
-        documents = [doc for doc in yaml.load_all(path.read_text(), Loader=_YAML_LOADER) if doc]
-    except (OSError, yaml.YAMLError) as error:
-        raise CrdError(f"{path}: cannot read a CRD: {error}") from error
+        text = read_text(path, "CRD file")
+        documents = [doc for doc in yaml.load_all(text, Loader=_YAML_LOADER) if doc]
+    except InputFileError as error:  # missing, a directory or device, too big, binary
+        raise CrdError(f"cannot read a CRD: {error}") from None
+    except (yaml.YAMLError, RecursionError) as error:
+        raise CrdError(f"{path}: cannot read a CRD: {error}") from None
     for document in _flatten_lists(documents):
         if document.get("kind") == "CustomResourceDefinition":
             return _version_schema(path, document, version)

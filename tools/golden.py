@@ -14,17 +14,17 @@ from __future__ import annotations
 import argparse
 import difflib
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pulumi
 
-from tools.render import render_stack, write_render
+from tools.render import render_files, render_stack, write_render
 from tools.stack_files import ROOT, SHIPPED_STACKS, example_site_for
 
 MANIFESTS = ROOT / "manifests"
 OUTPUTS_FILE = "outputs.json"
+WRITER = "python -m tools.golden"
 
 
 def example_render(stack: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -37,11 +37,9 @@ def example_render(stack: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
 
 def rendered_files(stack: str) -> dict[str, str]:
     """The files `--update` would write for `stack`, by name."""
-    objects, outputs = example_render(stack)
-    with tempfile.TemporaryDirectory() as scratch:
-        return {
-            path.name: path.read_text() for path in write_render(Path(scratch), objects, outputs)
-        }
+    return {
+        name: content.decode() for name, content in render_files(*example_render(stack)).items()
+    }
 
 
 def committed_files(stack: str) -> dict[str, str]:
@@ -66,8 +64,9 @@ def drift(stack: str) -> str:
 
 
 def update(stack: str) -> list[Path]:
+    """Rewrite `manifests/<stack>/`: golden's own folder, which holds nothing it did not write."""
     objects, outputs = example_render(stack)
-    return write_render(MANIFESTS / stack, objects, outputs)
+    return write_render(MANIFESTS / stack, objects, outputs, WRITER, "golden manifests")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -87,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     stacks = args.stack or list(SHIPPED_STACKS)
     if args.update:
-        for stack in stacks:
-            print(f"{stack}: {len(update(stack))} files written to manifests/{stack}/")
+        try:
+            for stack in stacks:
+                print(f"{stack}: {len(update(stack))} files written to manifests/{stack}/")
+        except (ValueError, OSError) as error:  # a folder golden may not write, a full disk
+            print(f"golden --update: {error}", file=sys.stderr)
+            return 2
         return 0
     diffs = {stack: drift(stack) for stack in stacks}
     for stack, diff in diffs.items():

@@ -10,10 +10,10 @@ pull request, before `up.yml` has ever deployed the shared stack.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
+from components.input_files import InputFileError, parsed_json, read_text
 from components.outputs import CACHE_READY_KEY, missing_layer_outputs
 
 
@@ -23,12 +23,13 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m tools.layer_ready SHARED_OUTPUTS_JSON", file=sys.stderr)
         return 2
     try:
-        outputs = json.loads(Path(args[0]).read_text() or "{}")
-    except (OSError, ValueError) as error:
+        text = read_text(Path(args[0]), "outputs file") or "{}"  # no stack: no outputs
+        outputs = parsed_json(text, args[0], "outputs file")
+    except InputFileError as error:
         print(f"the shared stack's outputs cannot be read: {error}")
         return 1
     if not isinstance(outputs, dict):
-        print("the shared stack's outputs are not a JSON object")
+        print(f"the shared stack's outputs in {args[0]} are not a JSON object")
         return 1
     missing = missing_layer_outputs(outputs)
     if missing:

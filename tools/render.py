@@ -5,7 +5,10 @@
 Runs the real program under Pulumi's mock runtime with the stack's config (Pulumi.yaml defaults,
 then Pulumi.<stack>.yaml, then --set), writes one YAML file per object and the stack outputs as
 JSON. Secrets are never read: the program gets a placeholder secret and every secret value is
-masked in what is written.
+masked in what is written, as is anything shaped like a credential (`components.credentials`).
+
+`--out` is the render's own folder (`components.output_folders`): a new or empty one, or one it
+rendered into before. It replaces only the files it wrote there; anything else is refused.
 """
 
 from __future__ import annotations
@@ -20,11 +23,15 @@ from typing import Any
 import yaml
 from pulumi import RunError
 
+from components.credentials import mask_values, masked_output
+from components.output_folders import claimed_folder, os_error_reason
 from tools.mock_engine import ProgramRun, mask_secrets
 from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
+WRITER = "python -m tools.render"
+OUTPUTS_FILE = "outputs.json"
 
 
 def render_stack(
@@ -40,7 +47,8 @@ def render_stack(
 
 def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
     objects = [
-        canonical(mask_secrets(r.raw_inputs), top_level=True) for r in run.kubernetes_objects()
+        canonical(mask_values(mask_secrets(r.raw_inputs)), top_level=True)
+        for r in run.kubernetes_objects()
     ]
     return sorted(objects, key=lambda o: (kind_rank(o["kind"]), o["metadata"]["name"]))
 
@@ -70,18 +78,27 @@ def object_file_name(index: int, manifest: dict[str, Any]) -> str:
     return f"{index:02d}-{manifest['kind'].lower()}-{manifest['metadata']['name']}.yaml"
 
 
-def write_render(out: Path, objects: list[dict[str, Any]], outputs: dict[str, Any]) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
-    for stale in out.glob("*.yaml"):
-        stale.unlink()
-    written = []
-    for index, manifest in enumerate(objects, start=1):
-        path = out / object_file_name(index, manifest)
-        path.write_text(yaml.safe_dump(manifest, sort_keys=False, width=100))
-        written.append(path)
-    outputs_path = out / "outputs.json"
-    outputs_path.write_text(json.dumps(outputs, indent=2, sort_keys=True) + "\n")
-    return [*written, outputs_path]
+def render_files(objects: list[dict[str, Any]], outputs: dict[str, Any]) -> dict[str, bytes]:
+    """The files of a render, by name: one YAML file per object, then the outputs."""
+    files = {
+        object_file_name(index, manifest): yaml.safe_dump(manifest, sort_keys=False, width=100)
+        for index, manifest in enumerate(objects, start=1)
+    }
+    files[OUTPUTS_FILE] = json.dumps(mask_values(outputs), indent=2, sort_keys=True) + "\n"
+    return {name: text.encode() for name, text in files.items()}
+
+
+def write_render(
+    out: Path,
+    objects: list[dict[str, Any]],
+    outputs: dict[str, Any],
+    writer: str = WRITER,
+    option: str = "--out",
+) -> list[Path]:
+    """The render's files in `out`, which must be the writer's own folder; the files it wrote
+    there before and no longer writes are removed, nothing else is touched."""
+    with claimed_folder(out, writer, option, tracks_files=True) as owned:
+        return owned.replace_files(render_files(objects, outputs))
 
 
 def parse_set(items: list[str]) -> dict[str, Any]:
@@ -115,16 +132,25 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="fill site values the stack file lacks (kubeContext, modelCacheStorageClass) with examples",
     )
-    args = parser.parse_args(argv)
+    with masked_output():
+        args = parser.parse_args(argv)
+        return _render(args)
+
+
+def _render(args: argparse.Namespace) -> int:
     try:
         overrides = (example_site_for(args.stack) if args.example_site else {}) | parse_set(
             args.set
         )
         objects, outputs = render_stack(args.stack, overrides)
+        written = write_render(args.out, objects, outputs)
     except (RunError, ValueError) as error:
         print(f"stack {args.stack}: {error}", file=sys.stderr)
         return 2
-    for path in write_render(args.out, objects, outputs):
+    except OSError as error:
+        print(f"--out {args.out}: cannot write ({os_error_reason(error)})", file=sys.stderr)
+        return 1
+    for path in written:
         print(path)
     return 0
 

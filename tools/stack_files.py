@@ -2,7 +2,8 @@
 
 `Pulumi.yaml` declares every key with its default; `Pulumi.<stack>.yaml` sets what differs; explicit
 overrides play `pulumi config set`. Values reach the program as strings, structured values as
-JSON, like the CLI sends them.
+JSON, like the CLI sends them. Both files are read as the CLI reads them (`tools.cli_yaml`: YAML
+1.2, a scalar as its text); a broken one is a `StackFileError` naming it.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
+from tools.cli_yaml import StackFileError, config_values, project_config
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "cosmos3-nano-reasoner"
@@ -39,13 +40,15 @@ def cli_value(value: Any) -> str:
 
 def declared_config() -> dict[str, Any]:
     """The `config:` block of Pulumi.yaml: declarations of this project, plain values of others."""
-    project: dict[str, Any] = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
-    return dict(project["config"])
+    declared = project_config(ROOT / "Pulumi.yaml")
+    if not declared:
+        raise StackFileError(f"{ROOT / 'Pulumi.yaml'} declares no config: it is not this project's")
+    return declared
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
-    stack_file: dict[str, Any] = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())
-    return dict(stack_file.get("config") or {})
+    """`Pulumi.<stack>.yaml`'s config as the CLI hands it over (an empty file: no config)."""
+    return config_values(ROOT / f"Pulumi.{stack}.yaml")
 
 
 def qualified(key: str) -> str:

@@ -33,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jsonschema.protocols import Validator
+from pulumi import RunError
 
+from components.credentials import masked_output
 from tools.admission import admission_violations
 from tools.cel_check import cel_rule_violations
 from tools.crd_rules import CelRules, compile_rules, rules_listing
@@ -153,12 +155,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--kubernetes-version", default=KUBERNETES_VERSION, help="default: %(default)s"
     )
-    args = parser.parse_args(argv)
-    try:
-        graph, note = _graph_checks_for(args.crd, args.kubernetes_version)
-    except CrdError as error:
-        print(error, file=sys.stderr)
-        return 2
+    with masked_output():
+        args = parser.parse_args(argv)
+        try:
+            return _validate(args)
+        except (CrdError, RunError, ValueError) as error:  # a CRD, version or stack file it lacks
+            print(f"validate: {error}", file=sys.stderr)
+            return 2
+
+
+def _validate(args: argparse.Namespace) -> int:
+    graph, note = _graph_checks_for(args.crd, args.kubernetes_version)
     print(f"Kubernetes {args.kubernetes_version} schemas (strict); {note}")
     failed = False
     for stack in args.stack or SHIPPED_STACKS:

@@ -22,6 +22,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from components.contract import OutputsError, StackOutputs
+from components.credentials import masked_output
+from components.output_folders import OutputFolderError, os_error_reason
 from components.routing import RoutingProfile
 from stages.archive.errors import ArchiveError, validation_summary
 from stages.archive.layout import DEFAULT_PREFIX, ArchiveLocation
@@ -67,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one archive subcommand; returns the exit status."""
     parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
     configure_parser(parser)
-    return run(parser.parse_args(argv))
+    with masked_output():
+        return run(parser.parse_args(argv))
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
@@ -92,10 +95,11 @@ def run(args: argparse.Namespace) -> int:
         handlers[args.archive_command](args)
     except ArchiveError as error:
         return _failed(args, error, error.exit_status)
-    except (OutputsError, ValidationError) as error:
+    except (OutputsError, OutputFolderError, ValidationError) as error:
         return _failed(args, error, EXIT_USAGE)
     except OSError as error:
-        return _failed(args, error, ArchiveError.exit_status)
+        reason = f"{error.filename or 'a file'}: {os_error_reason(error)}"
+        return _failed(args, ArchiveError(reason), ArchiveError.exit_status)
     return 0
 
 
@@ -250,6 +254,7 @@ def _pull(args: argparse.Namespace) -> None:
         record = latest_run(location, args.stack, args.profile, args.stage)
     else:
         record = fetch_record(location, args.stack, args.profile, args.run_id, args.stage)
+    # Its own rule for --dest: a new or empty folder, written only once every file is verified.
     directory = download_record(location, record, args.dest)
     print(f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}")
 

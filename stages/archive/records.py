@@ -19,6 +19,7 @@ from pydantic import (
 )
 
 from components.contract import StackOutputs
+from components.credentials import mask_values
 from components.routing import RoutingProfile
 
 UNKNOWN_COMMIT = "unknown"
@@ -105,7 +106,7 @@ class RunRecord(BaseModel):
             stage=Stage(stage),
             created_at=created_at,
             commit=commit,
-            outputs=outputs.to_json_dict(),
+            outputs=mask_values(outputs.to_json_dict()),  # a URL's credentials never archived
         )
 
     def stack_outputs(self) -> StackOutputs:

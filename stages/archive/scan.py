@@ -8,18 +8,11 @@ import os
 import re
 from pathlib import Path
 
+from components.credentials import credential_kind_in_bytes
+from components.output_folders import OWNERSHIP_FILES
 from stages.archive.errors import ArchiveError
 from stages.archive.records import ArchivedFile
 
-_SECRET_PATTERNS = {
-    "a private key": re.compile(rb"-----BEGIN [A-Z ]*PRIVATE KEY-----"),
-    "an AWS access key id": re.compile(rb"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    "an NGC API key": re.compile(rb"\bnvapi-[A-Za-z0-9_-]{20,}"),
-    # scheme://user:password@host, but not one whose password pip masked (user:****@host).
-    "a URL with embedded credentials": re.compile(
-        rb"\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/?#@:\"'<>]+:(?![*]+@)[^\s/?#@\"'<>]+@[^\s/?#@]"
-    ),
-}
 _SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
 _MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything
 
@@ -28,9 +21,9 @@ CheckedFile = tuple[ArchivedFile, Path]
 
 def find_secret(data: bytes) -> str | None:
     """What kind of obvious secret `data` contains (never the secret itself), or None."""
-    for kind, pattern in _SECRET_PATTERNS.items():
-        if pattern.search(data):
-            return kind
+    kind = credential_kind_in_bytes(data)  # by shape: components.credentials
+    if kind:
+        return kind
     for name, value in os.environ.items():
         secret_named = _SECRET_VARIABLE.search(name.upper())
         if secret_named and len(value) >= _MIN_SECRET_LENGTH and value.encode() in data:
@@ -68,11 +61,12 @@ def unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
 def _result_files(directory: Path) -> list[tuple[str, Path]]:
     """Every regular file below `directory`, as (posix relative name, path), sorted by name."""
     if not directory.is_dir():
-        raise ArchiveError(f"result directory {directory} does not exist")
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise ArchiveError(f"result directory {directory} {what}")
     files = sorted(
         (path.relative_to(directory).as_posix(), path)
         for path in directory.rglob("*")
-        if path.is_file()
+        if path.is_file() and path.name not in OWNERSHIP_FILES
     )
     if not files:
         raise ArchiveError(f"result directory {directory} holds no files: nothing to archive")

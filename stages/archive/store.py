@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import boto3  # type: ignore[import-untyped]
 from botocore.config import Config  # type: ignore[import-untyped]
@@ -27,6 +27,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from components.credentials import mask_url
 from stages.archive.errors import ArchiveConflictError, ArchiveError, RunNotFoundError
 from stages.archive.layout import ArchiveLocation
 
@@ -220,10 +221,9 @@ def _s3_client(location: ArchiveLocation) -> Any:
 
 
 def without_userinfo(url: str) -> str:
-    """The URL without `user:password@`, so that no message shows it."""
+    """The URL with its user-info and credential parameters masked, so no message shows them."""
     try:
-        parts = urlsplit(url)
+        urlsplit(url)
     except ValueError:
         return "<an unparseable URL>"
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=host))
+    return mask_url(url)

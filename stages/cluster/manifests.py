@@ -27,6 +27,7 @@ import yaml
 
 from components import names
 from components.contract import StackOutputs
+from components.credentials import mask_values
 from stages.cluster.pod_template import (
     CONFIG_DIR,
     IMAGEIO_FFMPEG,
@@ -267,7 +268,10 @@ def to_yaml(manifests: list[Manifest]) -> str:
     """The objects as one multi-document YAML stream, in submission order, every Secret value
     masked: this is what a dry run prints and what `manifests.yaml` keeps."""
     return yaml.dump_all(
-        [masked(m) for m in manifests], Dumper=_BlockDumper, sort_keys=False, width=100
+        [mask_values(masked(m)) for m in manifests],
+        Dumper=_BlockDumper,
+        sort_keys=False,
+        width=100,
     )
 
 

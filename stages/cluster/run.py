@@ -20,6 +20,8 @@ from typing import TextIO
 from urllib.parse import urlsplit
 
 from components.contract import StackOutputs
+from components.credentials import mask
+from components.output_folders import os_error_reason
 from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
@@ -259,7 +261,9 @@ def _keep_record(
             rows = dataset_rows(workload, concurrency, media)
             write_dataset(rows, out_dir / f"c{concurrency}" / "dataset.jsonl")
     except OSError as error:
-        raise UsageError(f"--out {out_dir}: cannot write there ({error.strerror})") from None
+        raise UsageError(
+            f"--out {out_dir}: cannot write there ({os_error_reason(error)})"
+        ) from None
 
 
 def run_cluster_perf(
@@ -284,5 +288,5 @@ def run_cluster_perf(
     )
     run = runner.run(objects, _run_id_selector(objects))
     log_path = out_dir / POD_LOG_FILE
-    log_path.write_text(run.log)
+    log_path.write_text(mask(run.log))  # the pod printed it; a credential in it stays off disk
     return sweep_results(outputs, workload, run, out_dir, log_path)

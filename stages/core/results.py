@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from components.input_files import InputFileError, read_text
 from components.routing import RoutingProfile
 from stages.core.model_files import write_model
 from stages.core.workload import PerfWorkload
@@ -85,12 +86,16 @@ class ProfileResults(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> ProfileResults:
+        """A results.json: a regular UTF-8 file (`components.input_files`) of this model."""
         try:
-            return cls.model_validate_json(path.read_text())
-        except FileNotFoundError as error:
-            raise ResultsError(f"results file {path} does not exist") from error
+            text = read_text(path, "results file")
+        except InputFileError as error:
+            raise ResultsError(str(error)) from None
+        try:
+            return cls.model_validate_json(text)
         except ValueError as error:
-            raise ResultsError(f"results file {path} is not a profile result: {error}") from error
+            summary = " ".join(str(error).split())[:300]
+            raise ResultsError(f"results file {path} is not a profile result: {summary}") from None
 
 
 def _metric(export: dict[str, Any], tag: str, stat: str, default: float | None = None) -> float:

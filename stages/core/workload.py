@@ -21,7 +21,7 @@ import random
 from pathlib import Path
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 QUESTIONS = (
     "What happens in this video?",
@@ -47,29 +47,68 @@ QUESTIONS = (
 )
 
 
+# The bounds of a workload: what AIPerf, the graph and the machine that runs the sweep can take.
+# The recipe's sweep is 200 videos x 20 questions x 128 tokens at concurrency 1..16.
+MAX_VIDEOS = 10_000
+MAX_QUESTIONS = 1_000
+MAX_REQUESTS_PER_LEVEL = 100_000
+"""Each level's dataset is built in memory and written whole (the lab's lines carry a video's
+whole text stand-in): 25 times the recipe's 4,000 requests."""
+MAX_TOKENS = 32_768
+"""The longest context the graphs serve (the lab's tiny model's, `lab/tiny_model.py`): no
+request can ask for more output, nor carry a longer stand-in."""
+MAX_CONCURRENCY = 1_000
+"""AIPerf opens a connection per in-flight request: at most this many stay under the usual
+1,024 open files of a process (a pod's default too)."""
+MAX_LEVELS = 32
+MAX_TURN_JITTER_MS = 60_000
+MAX_SEED = 2**32 - 1
+"""NumPy's seed range, which AIPerf's --random-seed ends up in."""
+
+
 class PerfWorkload(BaseModel):
     """How much load the perf stage sends, and of which shape."""
 
     model_config = ConfigDict(frozen=True)
 
-    videos: int = Field(gt=0, description="sessions per concurrency level, one per video")
-    questions: int = Field(gt=0, description="requests per video")
-    output_tokens: int = Field(gt=0, description="exact output length of every request")
-    concurrencies: tuple[int, ...] = Field(min_length=1)
-    prefix_tokens: int = Field(gt=0, description="lab only: length of a video's text stand-in")
+    videos: int = Field(
+        gt=0, le=MAX_VIDEOS, description="sessions per concurrency level, one per video"
+    )
+    questions: int = Field(gt=0, le=MAX_QUESTIONS, description="requests per video")
+    output_tokens: int = Field(
+        gt=0, le=MAX_TOKENS, description="exact output length of every request"
+    )
+    concurrencies: tuple[int, ...] = Field(min_length=1, max_length=MAX_LEVELS)
+    prefix_tokens: int = Field(
+        gt=0, le=MAX_TOKENS, description="lab only: length of a video's text stand-in"
+    )
     turn_jitter_ms: int = Field(
         ge=0,
+        le=MAX_TURN_JITTER_MS,
         description="random pause of 0..N ms before each follow-up question; interleaves the "
         "sessions so that a deterministic mock engine does not lock round robin into a pattern",
     )
-    seed: int = 42
+    seed: int = Field(default=42, ge=0, le=MAX_SEED)
 
     @field_validator("concurrencies")
     @classmethod
     def _positive_and_distinct(cls, levels: tuple[int, ...]) -> tuple[int, ...]:
         if any(c < 1 for c in levels) or len(set(levels)) != len(levels):
             raise ValueError(f"concurrencies must be distinct positive integers, got {levels}")
+        if max(levels) > MAX_CONCURRENCY:
+            raise ValueError(
+                f"each level at most {MAX_CONCURRENCY}: AIPerf holds a connection per request"
+            )
         return levels
+
+    @model_validator(mode="after")
+    def _a_level_fits_in_memory(self) -> PerfWorkload:
+        if self.requests_per_level > MAX_REQUESTS_PER_LEVEL:
+            raise ValueError(
+                f"videos x questions is {self.requests_per_level:,} requests a level, at most "
+                f"{MAX_REQUESTS_PER_LEVEL:,}: each level's dataset is built whole"
+            )
+        return self
 
     @property
     def requests_per_level(self) -> int:

@@ -41,6 +41,7 @@ from stages.core.results import ProfileResults
 from stages.core.verdicts import smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
 from stages.errors import UsageError
+from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import running_group
 
 LOOPBACK = "127.0.0.1"
@@ -121,7 +122,7 @@ def run_program(
     log = log_path.read_text(errors="replace")
     echo.update(log, final=True)
     status = program.exit_code()
-    failure = None if status == 0 else f"exit status {status}"
+    failure = None if status == 0 else exit_cause(status, log[-4000:], work_dir)
     return PodRun(f"the local {module} program", status == 0, log, failure)
 
 

@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 
 from components import k8s_values as k8s
 from components.config_parser import ConfigError, parse_stack_config
+from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
 from components.graph_manifest import graph_deployment
 from components.layer_manifests import (
     model_cache_claim,
@@ -379,7 +380,12 @@ def _toleration() -> st.SearchStrategy[Drawn]:
 
 
 KEYS: dict[str, st.SearchStrategy[Drawn]] = {
-    "namespace": tagged(LABEL, st.just("a" * 64), HOSTILE_TEXT),
+    "namespace": tagged(
+        LABEL.filter(lambda name: not k8s.is_system_namespace(name)),
+        st.just("a" * 64),
+        st.sampled_from(sorted(k8s.SYSTEM_NAMESPACES) + ["kube-mine"]),
+        HOSTILE_TEXT,
+    ),
     "modelCacheClaim": tagged(LABEL, HOSTILE_TEXT),
     "modelCacheStorageClass": tagged(SUBDOMAIN, st.just(""), st.just("b" * 254), HOSTILE_TEXT),
     "modelCacheMode": tagged(st.sampled_from(["create", "existing"]), st.just("adopt")),
@@ -389,9 +395,11 @@ KEYS: dict[str, st.SearchStrategy[Drawn]] = {
     "workerCpu": tagged(QUANTITY, HOSTILE_TEXT),
     "workerMemory": tagged(QUANTITY, HOSTILE_TEXT),
     "workerSharedMemorySize": tagged(QUANTITY, HOSTILE_TEXT),
-    "workerReplicas": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
-    "workerGpus": tagged(st.integers(1, 64), HOSTILE_INT),
-    "modelDownloadGpus": tagged(st.integers(0, 8), HOSTILE_INT),
+    "workerReplicas": tagged(
+        st.integers(1, MAX_WORKER_REPLICAS), st.integers(MAX_WORKER_REPLICAS + 1), HOSTILE_INT
+    ),
+    "workerGpus": tagged(st.integers(1, MAX_GPUS_PER_POD), st.just(100_000), HOSTILE_INT),
+    "modelDownloadGpus": tagged(st.integers(0, 8), st.just(MAX_GPUS_PER_POD + 1), HOSTILE_INT),
     "modelDownloadTimeoutSeconds": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
     "graphReadyTimeoutSeconds": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
     "sessionAffinityTtlSeconds": tagged(st.integers(1, 31_536_000), HOSTILE_INT),

@@ -73,7 +73,7 @@ def test_a_what_if_is_not_compared_with_the_recipes_table(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["predict", "--slowdown", "0"], "--slowdown must be a number above 0, got '0'"),
+        (["predict", "--slowdown", "0"], "--slowdown must be a number above 0, at most 1000, got '0'"),
         (["predict", "--concurrency", "1,1"], "--concurrency must be distinct positive integers"),
         (["capacity", "--profile", "round-robin", "--target-rps", "-1", "--max-ttft-p95-ms", "1"],
          "--target-rps must be a number above 0"),
@@ -104,9 +104,9 @@ def test_a_reference_level_the_table_lacks_exits_2_naming_the_option(
     ("command", "message"),
     [
         (["predict", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
-        (["calibrate", "--results", "{dir}", "{dir}"], "--results {dir} cannot be read"),
+        (["calibrate", "--results", "{dir}", "{dir}"], "{dir} is a directory, not a results file"),
         (["report", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
-        (["calibrate", "--out", "{file}/out"], "--out {file}/out: cannot make the folder"),
+        (["calibrate", "--out", "{file}/out"], "--out {file}/out: cannot write there"),
     ],
 )
 def test_a_folder_or_file_in_the_wrong_place_exits_2_naming_it(
@@ -204,11 +204,12 @@ def test_a_clusters_own_results_calibrate_the_lab_and_are_the_table_it_predicts(
     truth = LabKnobs(speed=EngineSpeed(speedup=1.0, decode_speedup=2.0), prefix_tokens=12_000,
                      pre_engine_delay_ms=20.0)  # fmt: skip
     sweep = LabSweep(workers=4, questions=10, output_tokens=64, concurrencies=(1, 4))
-    results = cluster_results(tmp_path, truth, sweep)
+    results = cluster_results(tmp_path / "cluster", truth, sweep)
 
-    assert main(["calibrate", "--out", str(tmp_path), "--results", *results]) == 0
-    assert main(["predict", "--out", str(tmp_path), "--results", *results]) == 0
+    assert main(["calibrate", "--out", str(tmp_path / "out"), "--results", *results]) == 0
+    assert main(["predict", "--out", str(tmp_path / "out"), "--results", *results]) == 0
 
+    tmp_path = tmp_path / "out"  # the lab's files, beside the cluster's results it read
     calibration = Calibration.load(tmp_path / "calibration.json")
     assert (calibration.workers, calibration.questions, calibration.output_tokens) == (4, 10, 64)
     assert calibration.knobs.prefix_tokens == pytest.approx(truth.prefix_tokens, rel=0.05)
@@ -230,7 +231,8 @@ def test_results_of_different_workloads_are_not_one_table(
     second = cluster_results(tmp_path / "b", knobs, LabSweep(workers=8, questions=10,
                              output_tokens=64, concurrencies=(1,)))  # fmt: skip
 
-    assert main(["calibrate", "--out", str(tmp_path), "--results", first[0], second[1]]) == 2
+    argv = ["calibrate", "--out", str(tmp_path / "out"), "--results", first[0], second[1]]
+    assert main(argv) == 2
     assert "ran different workloads or fleets" in capsys.readouterr().err
     assert fake_lab.calls == []
 

@@ -151,7 +151,7 @@ WORKLOAD_ERRORS = [
     (["--prefix-tokens", "0"], "--prefix-tokens must be a positive integer"),
     (["--seed", "1.5"], "--seed must be an integer"),
     (["--videos", "9" * 5000], "--videos must be a positive integer, got '99999"),
-    (["--wait-seconds", "nan"], "--wait-seconds must be a number of seconds (0 or more)"),
+    (["--wait-seconds", "nan"], "--wait-seconds must be a number of seconds (0 or more"),
     (["--timeout", "-1"], "--timeout must be a number of seconds"),
     (["--start-timeout", "inf"], "--start-timeout must be a number of seconds"),
     (["--run-id", "run/1"], "--run-id must be a Kubernetes label value"),
@@ -209,7 +209,7 @@ def test_a_workload_the_model_refuses_names_the_option() -> None:
 
     assert refused.value.exit_status == 2
     assert "--videos: Input should be greater than 0" in str(refused.value)
-    assert "--concurrency: Value error, concurrencies must be distinct" in str(refused.value)
+    assert "--concurrency: concurrencies must be distinct" in str(refused.value)
 
 
 def unreadable_outputs(tmp_path: Path, kind: str) -> Path:
@@ -247,10 +247,11 @@ def test_outputs_that_cannot_be_read_exit_2_naming_the_file(
 def test_an_unreadable_outputs_file_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    def refuse(path: Path) -> str:
+    def refuse(path: Path, *args: object) -> str:
         raise PermissionError(13, "Permission denied")  # as a file mode 000 does (not to root)
 
-    monkeypatch.setattr(Path, "read_text", refuse)
+    (tmp_path / "o.json").write_text("{}")
+    monkeypatch.setattr(Path, "open", refuse)
 
     assert main(["smoke", "--outputs", str(tmp_path / "o.json"), "--dry-run"]) == 2
     assert (
@@ -273,7 +274,7 @@ def test_unreadable_results_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture
     status = main(["report", "--results", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "r")])  # fmt: skip
 
     assert status == 2
-    assert f"--results {tmp_path} cannot be read" in capsys.readouterr().err
+    assert f"--results: {tmp_path} is a directory, not a results file" in capsys.readouterr().err
 
 
 ENDPOINT = "https://key:" + "hunter2@s3.example.com"  # assembled: not a real one
@@ -312,3 +313,11 @@ def test_bad_archive_options_exit_2_naming_the_option_before_anything_runs(
     assert exited.value.code == 2
     assert f"python -m stages {stage}: error: " in err and message in err
     assert "hunter2" not in err
+
+
+def test_the_ab_needs_an_archive_unless_it_rehearses(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["ab"])
+
+    assert exited.value.code == 2
+    assert "--archive-bucket BUCKET is required (unless --rehearse)" in capsys.readouterr().err

@@ -221,7 +221,7 @@ def test_a_perf_run_keeps_masked_manifests_that_the_archive_accepts(
     [
         (["--videos", "555"], "needs 2775 distinct videos (--videos 555 x 5 --concurrency levels"),
         (["--videos", "2774", "--concurrency", "1,2"], "reduce --videos or the levels"),
-        (["--questions", "100000"], "cannot fit the perf ConfigMap"),
+        (["--questions", "1000", "--videos", "100"], "cannot fit the perf ConfigMap"),
     ],
 )
 def test_a_sweep_too_large_for_a_cluster_exits_2_before_anything_is_submitted(

@@ -1,0 +1,25 @@
+"""The lab's `--out`: one folder for every lab command, claimed for one run at a time.
+
+`python -m lab ab`, `up`, `calibrate`, `predict`, `report` and `capacity` write under their `--out`
+(`build/lab`, `build/lab/predict`); each claims it first (`components.output_folders`): a new or
+empty folder, or one the lab wrote before (its `.written-files.json` says so), never one holding
+files of anyone else, and never while another lab command runs on it (so a second `lab up` on the
+same folder refuses to start). The committed `docs/lab-prediction/` carries the lab's marker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from components.output_folders import OwnedFolder, claimed_folder
+
+WRITER = "python -m lab"
+
+
+@contextmanager
+def lab_out(out: Path, command: str) -> Iterator[OwnedFolder]:
+    """`out` claimed by `python -m lab <command>` for the block."""
+    with claimed_folder(out, WRITER, command=f"{WRITER} {command}") as owned:
+        yield owned
