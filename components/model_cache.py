@@ -8,10 +8,11 @@ change; the engine refuses to replace a protected resource, at preview already:
     as it is currently marked for protection. To unprotect the resource, remove the `protect` flag
     from the resource in your Pulumi program and run `pulumi up`
 
-(pulumi `pkg/resource/deploy/step_generator.go`). `pulumi destroy` and a renamed claim stop the same
-way ("unable to delete resource ..."). Nothing in the program compares against an earlier update:
-a first `up` that failed on a misspelt class can be corrected and re-run, since no claim exists
-yet. A claim that already exists (`modelCacheMode: existing`) is kept as it is and only read.
+(pulumi `pkg/resource/deploy/step_generator.go`). `pulumi destroy` and a renamed claim stop too
+("... cannot be deleted because it is protected"). The storage class is read before the claim is
+created, so a class that does not exist stops `up` before any claim exists (a new stack's first
+preview cannot tell: its provider does not exist yet).
+A claim that already exists (`modelCacheMode: existing`) is kept as it is and only read.
 """
 
 from __future__ import annotations
@@ -45,12 +46,20 @@ class ModelCache(pulumi.ComponentResource):
                 name, f"{args.namespace}/{args.claim}", opts=child
             )
         else:
+            # Read the class first: a misspelt one stops the update here, before any claim
+            # exists (and fails every preview once the stack's provider exists). Created on a
+            # missing class, the claim would stay Pending, protected, in the state (real tier).
+            storage_class = k8s.storage.v1.StorageClass.get(
+                f"{name}-storage-class", args.storage_class, opts=child
+            )
             manifest = layer_manifests.model_cache_claim(args)
             claim = k8s.core.v1.PersistentVolumeClaim(
                 name,
                 metadata=manifest["metadata"],
                 spec=manifest["spec"],
-                opts=pulumi.ResourceOptions.merge(child, pulumi.ResourceOptions(protect=True)),
+                opts=pulumi.ResourceOptions.merge(
+                    child, pulumi.ResourceOptions(protect=True, depends_on=[storage_class])
+                ),
             )
         self.claim = claim
         # Always set: the claim is created or read under its configured name.

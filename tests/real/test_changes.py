@@ -8,6 +8,7 @@ import re
 
 from tests.real.conftest import LAYER_SECRETS
 from tools import cluster as local
+from tools.cluster import objects
 from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 GRAPH = "dynamographdeployment/cosmos3-nano-reasoner-agg-h200-session-affinity"
@@ -48,9 +49,12 @@ def test_a_ttl_changed_with_kubectl_shows_in_a_refreshed_preview_and_up_restores
     assert live_ttl(local_cluster) == "300"
 
 
-def test_a_new_storage_class_is_refused_at_preview(stacks: LocalStacks) -> None:
+def test_a_new_storage_class_is_refused_at_preview(
+    stacks: LocalStacks, local_cluster: local.LocalCluster
+) -> None:
     stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
     stacks.run("up", "--yes", "--stack", "shared")
+    local_cluster.apply([objects.storage_class("other-rwx")])  # it exists: only protect refuses
     stacks.run("config", "set", "modelCacheStorageClass", "other-rwx", "--stack", "shared")
 
     refused = stacks.run("preview", "--stack", "shared", check=False)
@@ -62,3 +66,31 @@ def test_a_new_storage_class_is_refused_at_preview(stacks: LocalStacks) -> None:
         r"as it is currently marked for protection",
         text,
     ), text
+
+
+def test_a_misspelt_storage_class_stops_the_first_up_before_any_claim_exists(
+    stacks: LocalStacks, local_cluster: local.LocalCluster
+) -> None:
+    stacks.configure("shared", SITE | {"modelCacheStorageClass": "rwx-typo"}, LAYER_SECRETS)
+    # A new stack's first preview cannot read through a provider that does not exist yet.
+    stacks.run("preview", "--stack", "shared")
+
+    failed = stacks.run("up", "--yes", "--stack", "shared", check=False)
+
+    assert failed.returncode != 0
+    text = " ".join((failed.stdout + failed.stderr).split())
+    assert (
+        "kubernetes:storage.k8s.io/v1:StorageClass (cosmos3-model-cache-storage-class): "
+        "error: resource 'rwx-typo' does not exist"
+    ) in text, text
+    claims = local_cluster.kubectl("get", "pvc", "-A", "-o", "name")
+    assert claims.strip() == "", "no claim was created on the misspelt class"
+    exported = stacks.run("stack", "export", "--stack", "shared").stdout
+    assert "PersistentVolumeClaim::" not in exported, "and none is in the state"
+    again = stacks.run("preview", "--stack", "shared", check=False)  # the provider exists now
+    assert again.returncode != 0 and "Preview failed: resource 'rwx-typo' does not exist" in (
+        " ".join(again.stdout.split())
+    )
+
+    stacks.run("config", "set", "modelCacheStorageClass", objects.RWX_CLASS, "--stack", "shared")
+    stacks.run("up", "--yes", "--stack", "shared")  # corrected, the same stack comes up

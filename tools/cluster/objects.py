@@ -84,11 +84,11 @@ def gpu_node(name: str) -> dict[str, Any]:
     }
 
 
-def storage_class() -> dict[str, Any]:
+def storage_class(name: str = RWX_CLASS) -> dict[str, Any]:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": RWX_CLASS},
+        "metadata": {"name": name},
         "provisioner": "kubernetes.io/no-provisioner",
         "volumeBindingMode": "Immediate",
         "reclaimPolicy": "Retain",
