@@ -168,7 +168,48 @@ NIM_POD_SECURITY_CONTEXT = {
     "fsGroupChangePolicy": "OnRootMismatch",
 }
 """What the Dynamo operator gives DGD pods (DefaultSecurityContextFSGroup 1000) and a plain Job
-does not get: without it, the download may not be able to write to a fresh ReadWriteMany volume."""
+does not get. The kubelet applies `fsGroup` only to volumes whose CSI driver says `fsGroupPolicy:
+File`, which most ReadWriteMany drivers (NFS among them) do not: `cache_owner_container` makes the
+cache the NIM's there."""
+
+CACHE_OWNER_SCRIPT = """\
+set -eu
+cache="$1"
+owner="$2"
+found=$(stat -c %u:%g "$cache")
+if [ "$found" = "$owner" ]; then
+  echo "cache-owner: $cache is owned by $owner already; nothing changed"
+else
+  chown -R "$owner" "$cache"
+  echo "cache-owner: $cache was owned by $found; now by $owner"
+fi
+"""
+"""Re-own the cache for the NIM's user, only when its root is someone else's: on a fresh volume
+once, then never again (a full cache holds hundreds of GB). Arguments: the cache, `uid:gid`."""
+
+
+def cache_owner_container(image: str) -> Manifest:
+    """The download Job's init step: as root, with only the capabilities `chown -R` needs."""
+    owner = f"{NIM_USER_ID}:{NIM_USER_ID}"
+    return {
+        "name": "cache-owner",
+        "image": image,
+        "imagePullPolicy": "IfNotPresent",
+        "command": ["/bin/sh", "-c", CACHE_OWNER_SCRIPT, "cache-owner"],
+        "args": [names.CACHE_MOUNT_PATH, owner],
+        "securityContext": {
+            "runAsUser": 0,
+            "runAsGroup": 0,
+            "runAsNonRoot": False,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"], "add": ["CHOWN", "FOWNER", "DAC_READ_SEARCH"]},
+        },
+        "resources": {
+            "requests": {"cpu": "100m", "memory": "64Mi"},
+            "limits": {"cpu": "1", "memory": "256Mi"},
+        },
+        "volumeMounts": [cache_mount()],
+    }
 
 
 def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
@@ -208,6 +249,7 @@ def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
                     "restartPolicy": "Never",
                     "securityContext": NIM_POD_SECURITY_CONTEXT,
                     **gpu_placement(args.worker, layer),
+                    "initContainers": [cache_owner_container(args.worker.image)],
                     "containers": [container],
                     "volumes": [cache_volume(layer)],
                 },

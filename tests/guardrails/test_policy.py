@@ -115,7 +115,7 @@ def test_policies_cover_the_objects_they_are_about(run_stack: RunStack) -> None:
     run = run_stack("dev")
     graph, job = run.one(rules.GRAPH), run.one(rules.JOB)
     assert len(list(rules.containers(graph.type, graph.inputs))) == 2
-    assert len(list(rules.containers(job.type, job.inputs))) == 1
+    assert len(list(rules.containers(job.type, job.inputs))) == 2  # the cache-owner init step too
     assert [name for _, name, _ in rules.worker_main_containers(graph.inputs)] == ["Worker"]
 
 
@@ -160,7 +160,7 @@ def test_worker_image_config_that_is_not_pinned_fails_the_policy(run_stack: RunS
         for r in run.kubernetes_objects()
         for m in violations(rules.images_pinned, validation_args(r))
     ]
-    assert len(reported) == 2, "the worker and the download Job share the image"
+    assert len(reported) == 3, "the worker and the download Job (and its init step) share the image"
 
 
 # --- worker-gpus-exact ---------------------------------------------------------------------------

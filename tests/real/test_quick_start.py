@@ -74,7 +74,15 @@ def test_a_second_preview_changes_nothing_and_destroy_stops_at_the_protected_cac
         stacks.shell(local_values(command))
 
     again = stacks.run("preview", "--stack", "dev").stdout
-    assert re.search(r"Resources:\s+13 unchanged", again), again
+    assert re.search(r"Resources:\s+\d+ unchanged", again) and "to create" not in again, again
+    job = json.loads(
+        local_cluster.kubectl(
+            "get", "job", "cosmos3-nano-reasoner-model-download", "-n", "cosmos3-dev", "-o", "json"
+        )
+    )
+    (owner,) = job["spec"]["template"]["spec"]["initContainers"]
+    assert owner["name"] == "cache-owner" and owner["securityContext"]["runAsUser"] == 0
+    assert owner["args"] == ["/shared-model-cache", "1000:1000"]
 
     destroyed = stacks.run("destroy", "--stack", "dev", "--yes", check=False)
     assert destroyed.returncode != 0
