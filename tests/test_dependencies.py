@@ -54,7 +54,7 @@ NOT_FOR_DEPLOY = {
 DEPLOY_CODE = ("__main__.py", "components", "tools/layer_ready.py")
 """`pulumi up`: the program and everything it imports, in .venv (where the stack workflow runs
 tools.layer_ready too)."""
-STAGES_CODE = ("stages", "lab", "tools/render.py", "tools/golden.py", "tools/adopt.py")
+STAGES_CODE = ("stages", "lab", "tools/render.py", "tools/golden.py")
 """The stages, the lab's orchestrator and the render tools: the stages group is enough for them."""
 DEV_CODE = ("tools", "tests")
 """Checks and tests: any group."""

@@ -2,7 +2,7 @@
 
 Config is loaded as the CLI hands it to the program (`tools.stack_files`), with secrets marked
 secret; the mock monitor records what the engine would receive (`tools.mock_engine`). Used by the
-offline render, the adoption document and the tests.
+offline render and the tests.
 
 The stack outputs a run reports are the engine's view (`ProgramRun.exports`): the root outputs
 serialized by the SDK's own code, as the language host sends them when the program ends

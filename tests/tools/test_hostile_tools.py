@@ -1,5 +1,5 @@
 """The offline tools against hostile input (issue 20): `tools.render`, `tools.golden`,
-`tools.adopt`, `tools.validate`, `tools.layer_ready`. A folder or file of the user's is never
+`tools.validate`, `tools.layer_ready`. A folder or file of the user's is never
 replaced, stack config that cannot deploy is refused naming its key before anything is written
 (system namespaces, absurd numbers, oversized values, credentials in plain keys), a canary
 planted in config never reaches anything printed or written, and no input ends in a traceback.
@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from components import k8s_values as k8s
 from tests.conftest import _quiet_about_aborted_programs
 from tests.tally import flag, record, run_command, texts_below
-from tools import adopt, golden, layer_ready, render, validate
+from tools import golden, layer_ready, render, validate
 
 PROJECT = "cosmos3-nano-reasoner"
 PROPERTIES = settings(
@@ -49,19 +49,6 @@ def quiet_aborted_programs(monkeypatch: pytest.MonkeyPatch) -> None:
         return loop
 
     monkeypatch.setattr(asyncio, "new_event_loop", quiet)
-
-
-def adopt_argv(out: Path, shared_outputs: Path) -> list[str]:
-    """A profile stack's adoption on the given shared layer's outputs."""
-    return [
-        "--stack",
-        "round-robin",
-        "--example-site",
-        "--out",
-        str(out),
-        "--shared-outputs",
-        str(shared_outputs),
-    ]
 
 
 def render_argv(out: Path, *sets: str, stack: str = "dev") -> list[str]:
@@ -141,34 +128,6 @@ def test_golden_refuses_a_stray_file_in_its_folder(
     assert (copy / "shared" / "99-configmap-mine.yaml").read_text() == "kind: ConfigMap\n"
 
 
-@pytest.mark.parametrize(
-    ("existing", "replaced"),
-    [
-        (b'{"resources": []}\n', True),
-        (b"name: my-project\n", False),
-        (b"[1, 2]", False),
-        (b"\xff\xfe binary", False),
-        (b"", False),
-        (None, True),
-    ],
-)
-def test_adopt_replaces_only_an_import_document(
-    tmp_path: Path, existing: bytes | None, replaced: bool
-) -> None:
-    out = tmp_path / "Pulumi.yaml"
-    if existing is not None:
-        out.write_bytes(existing)
-
-    status, _, err = run_command(
-        "user files (tools)", adopt.main, ["--stack", "dev", "--example-site", "--out", str(out)]
-    )
-
-    assert (status == 0) == replaced, err
-    if not replaced:
-        assert out.read_bytes() == existing and "is not an import document" in err
-        flag("user files (tools)", "deleted", out.read_bytes() != existing)
-
-
 # --- config that cannot deploy, refused by its key ----------------------------------------------
 
 SYSTEM = [*sorted(k8s.SYSTEM_NAMESPACES), "kube-flannel", "kube-mine"]
@@ -185,21 +144,6 @@ def test_a_namespace_the_cluster_owns_is_refused(
 
     assert status == 2 and f"{PROJECT}:namespace: is a namespace the cluster owns" in err
     assert not (tmp_path / "r").exists()
-
-
-@pytest.mark.parametrize("namespace", SYSTEM)
-def test_adopting_a_layer_in_a_system_namespace_is_refused(tmp_path: Path, namespace: str) -> None:
-    from tools.offline import shared_layer_outputs
-    from tools.stack_files import SHARED_STACK
-
-    layer = dict(shared_layer_outputs()[SHARED_STACK]) | {"namespace": namespace}
-    (tmp_path / "shared.json").write_text(json.dumps(layer))
-    argv = adopt_argv(tmp_path / "a.json", tmp_path / "shared.json")
-
-    status, _, err = run_command("system namespaces", adopt.main, argv)
-
-    assert status == 2 and f"namespace {namespace!r}, which the cluster owns" in err
-    assert not (tmp_path / "a.json").exists()
 
 
 NUMERIC_KEYS = [
@@ -352,14 +296,13 @@ def shaped(tmp_path: Path, shape: str) -> Path:
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
-@pytest.mark.parametrize("tool", ["validate --crd", "adopt --shared-outputs", "layer_ready"])
+@pytest.mark.parametrize("tool", ["validate --crd", "layer_ready"])
 def test_a_file_argument_of_any_shape_ends_with_a_message(
     tmp_path: Path, shape: str, tool: str
 ) -> None:
     path = shaped(tmp_path, shape)
     main, argv = {
         "validate --crd": (validate.main, ["--stack", "shared", "--crd", str(path)]),
-        "adopt --shared-outputs": (adopt.main, adopt_argv(tmp_path / "a.json", path)),
         "layer_ready": (layer_ready.main, [str(path)]),
     }[tool]
 

@@ -78,10 +78,9 @@ def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
         ("acme/cosmos3-nano-reasoner/shared", "acme/cosmos3-nano-reasoner/shared"),
     ],
 )
-def test_render_and_adopt_serve_the_layer_under_the_configured_shared_stack(
+def test_render_serves_the_layer_under_the_configured_shared_stack(
     tmp_path: Path, shared_stack: str, qualified: str
 ) -> None:
-    from tools import adopt
     from tools.offline import shared_stack_name
 
     overrides = {"sharedStack": shared_stack}
@@ -91,7 +90,6 @@ def test_render_and_adopt_serve_the_layer_under_the_configured_shared_stack(
     assert render.main([*argv, "--out", str(tmp_path / "render")]) == 0
     (graph,) = (tmp_path / "render").glob("*dynamographdeployment*")
     assert yaml.safe_load(graph.read_text())["metadata"]["namespace"] == "cosmos3-nano-reasoner"
-    assert adopt.main([*argv, "--out", str(tmp_path / "adopt.json")]) == 0
 
 
 def test_a_stack_without_a_shared_stack_gets_the_shipped_name() -> None:
