@@ -60,6 +60,12 @@ class ClusterUnreachable(StageError):
     exit_status = EXIT_CLUSTER_UNREACHABLE
 
 
+class AbandonRun(BaseException):
+    """A second Ctrl-C while a run cleans up after the first: stop at once, run nothing more. A
+    BaseException, so no `except Exception` on the way up runs clean-up; the message is the one
+    command that recovers."""
+
+
 EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (EXIT_PASSED, "passed"),
     (

@@ -14,6 +14,7 @@ import argparse
 import dataclasses
 import os
 import sys
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from stages.archive.layout import DEFAULT_PREFIX
 from stages.archive.records import new_run_id
 from stages.cluster.run import check_cluster_workload
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
-from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED
+from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, AbandonRun
 from stages.options import (
     add_cluster_arguments,
     add_perf_cluster_arguments,
@@ -41,8 +42,15 @@ DEFAULT_OUT = Path("build/ab")
 REHEARSAL_BUCKET = "rehearsal-archives-nothing"
 
 
+_SAY = threading.Lock()
+"""`pulumi`'s lines are relayed from threads that follow its output: one line at a time, so that
+a line said from the main thread is never run into one of them (print writes the text and the
+newline separately)."""
+
+
 def say(message: str) -> None:
-    print(f"[ab] {message}", file=sys.stderr, flush=True)
+    with _SAY:
+        print(f"[ab] {message}", file=sys.stderr, flush=True)
 
 
 def add_run_arguments(parser: argparse.ArgumentParser, default_out: Path) -> None:
@@ -113,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         say=say,
         organization=args.org,
         policy_packs=tuple(args.policy_pack),
+        layer_stack=args.layer_stack,
     )
     target = ClusterAbTarget(
         stacks=stacks,
@@ -134,7 +143,11 @@ def run(args: argparse.Namespace) -> int:
 
 def finish(target: AbTarget, ab: AbRun) -> int:
     """Run the A/B, print one line per profile, and return the exit status."""
-    result = run_orchestrator(target, ab, say)
+    try:
+        result = run_orchestrator(target, ab, say)
+    except AbandonRun as abandoned:
+        print(f"abandoned at the second interrupt: {abandoned}", file=sys.stderr)
+        return EXIT_INTERRUPTED
     print_summary(result, ab)
     if result.interrupted:
         return EXIT_INTERRUPTED

@@ -1,9 +1,10 @@
 """The A/B's cluster target: the project's stacks through Pulumi's Automation API.
 
-The shared layer stack is brought up to date once (a preview that shows no change skips its
-`up`); each profile's stack is deployed (`pulumi up`), its outputs read as `pulumi stack output
---json` gives them (the stages' contract), and destroyed again (`pulumi destroy`: a profile stack
-holds only its graph, so the cache and secrets in the shared stack stay).
+The shared layer stack is brought up to date once (`pulumi up`, whose outputs the profiles read,
+even when no resource changes); each profile's stack is deployed (`pulumi up`), its outputs read
+as `pulumi stack output --json` gives them (the stages' contract), and destroyed again (`pulumi
+destroy`: a profile stack holds only its graph, so the cache and secrets in the shared stack
+stay).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ class ClusterAbTarget:
 
     def prepare(self, say: Say) -> None:
         say(f"{self.layer_stack}: bringing the shared layer up to date")
-        self.stacks.ensure_up(self.layer_stack)
+        self.stacks.up(self.layer_stack)
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         raw = self.stacks.up(self.stack(profile))

@@ -28,7 +28,7 @@ from stages.archive.push import resume_run
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import write_report
 from stages.core.workload import PerfWorkload
-from stages.errors import StageError, UsageError
+from stages.errors import AbandonRun, StageError, UsageError
 
 ANSWER_FILE = "answer.txt"
 REHEARSAL_FILE = "rehearsal.txt"
@@ -94,9 +94,12 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     deployed: list[RoutingProfile] = []
     try:
         _run_pending(target, run, budget, pending, deployed, result, say)
-    finally:
-        for profile in [p for p in deployed if not run.keep]:
-            _teardown(target, profile, result, say)
+    except AbandonRun:
+        raise  # a second Ctrl-C: nothing more runs, not even the take-down
+    except BaseException:
+        _teardown_all(target, run, deployed, result, say)
+        raise
+    _teardown_all(target, run, deployed, result, say)
     for profile in PROFILES:
         result.outcomes.setdefault(profile, ProfileOutcome(profile, Outcome.NOT_RUN))
     if (
@@ -136,6 +139,8 @@ def _run_pending(
             if not budget.side_by_side and not run.keep:
                 _teardown(target, current, result, say)
                 deployed.remove(current)
+                if result.interrupted:  # during the take-down: stop after it, as asked
+                    return
     except StageError as error:
         failed = current or PROFILES[0]
         result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, _first_line(error))
@@ -143,7 +148,8 @@ def _run_pending(
     except KeyboardInterrupt:
         result.interrupted = True
         failed = current or PROFILES[0]
-        result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, "interrupted")
+        if failed not in result.outcomes:  # a profile that passed keeps its outcome
+            result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, "interrupted")
         say("interrupted: taking down what this run deployed")
 
 
@@ -181,6 +187,13 @@ def _run_profile(
     _push(run, stack, Stage.PERF, outputs, perf_dir, say)
 
 
+def _teardown_all(
+    target: AbTarget, run: AbRun, deployed: list[RoutingProfile], result: AbResult, say: Say
+) -> None:
+    for profile in [p for p in deployed if not run.keep]:
+        _teardown(target, profile, result, say)
+
+
 def _rehearse_stages(
     target: AbTarget, run: AbRun, outputs: StackOutputs, directory: Path, say: Say
 ) -> None:
@@ -206,13 +219,26 @@ def _rehearse_stages(
 
 
 def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: Say) -> None:
+    """Take a profile's graph down; an interrupt meanwhile does not stop it (it is noted, and
+    the take-down is run again in case it had not started), a second one abandons the run."""
     say(f"{profile.value}: taking its graph down")
-    try:
-        target.teardown(profile, say)
-    except StageError as error:
-        detail = f"its graph could not be taken down: {_first_line(error)}"
-        result.outcomes[profile] = ProfileOutcome(profile, Outcome.FAILED, detail)
-        say(f"{profile.value}: {detail}")
+    for attempt in (1, 2):
+        try:
+            target.teardown(profile, say)
+            return
+        except StageError as error:
+            detail = f"its graph could not be taken down: {_first_line(error)}"
+            result.outcomes[profile] = ProfileOutcome(profile, Outcome.FAILED, detail)
+            say(f"{profile.value}: {detail}")
+            return
+        except KeyboardInterrupt:
+            result.interrupted = True
+            if attempt == 2:
+                raise AbandonRun(
+                    f"`pulumi destroy --yes --stack {target.stack(profile)}` takes its graph down"
+                ) from None
+            say(f"{profile.value}: interrupted; taking its graph down all the same "
+                "(Ctrl-C again exits at once)")  # fmt: skip
 
 
 def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> bool:

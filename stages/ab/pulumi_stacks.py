@@ -4,13 +4,18 @@ The orchestrator deploys the shared layer stack, then each routing profile's sta
 its outputs and destroys it again so that the next profile gets the GPUs. Each call here selects
 the stack (`pulumi stack select --stack <name>`) and runs one `pulumi` command in the project
 directory, the way a person would: the program, its config and the backend login are the
-project's own, nothing is passed inline.
+project's own, nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
+deleted out of band is created again, and the layer is always updated, never skipped on an
+empty preview: a preview counts resource steps only, so a new layer output would never reach the
+profile stacks. The CLI runs in a session of its own (`stages.ab.pulumi_cli`): a Ctrl-C is
+forwarded to it once and waited for, never left to kill it mid-update.
 
 - Output: every line `pulumi` prints on stdout reaches `say` as it comes, prefixed with the
   stack, so a long `up` (the model download, the graph's readiness wait) shows where it is.
-- Failures: every Automation API error becomes a `DeployError` that names the stack and the
-  command and ends with the last lines `pulumi` printed; a missing stack and a stack locked by
-  another update say what to do.
+- Failures: every error of the Automation API (not only its CommandErrors) becomes a
+  `DeployError` that names the stack and the command and ends with the last lines `pulumi`
+  printed; a missing stack and a stack locked by another update say what to do, and a destroy
+  that meets a lock (the CLI of an interrupted update still ending) is retried.
 - Secrets: stack outputs come back as `pulumi stack output --json` prints them, a secret output
   as `[secret]`; update summaries are read without `--show-secrets`.
 """
@@ -18,6 +23,7 @@ project's own, nothing is passed inline.
 from __future__ import annotations
 
 import subprocess
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -40,6 +46,7 @@ from pulumi.automation import (
     select_stack,
 )
 
+from stages.ab.pulumi_cli import SessionPulumiCommand
 from stages.errors import StageFailed
 
 TAIL_LINES = 15
@@ -49,6 +56,9 @@ SECRET = "[secret]"
 `_SECRET_SENTINEL`, private there)."""
 COLOR = "never"
 """Plain text for `say` and for the error tails: no ANSI escapes in logs."""
+LOCKED_RETRIES = 20
+LOCKED_RETRY_SECONDS = 3.0
+"""A destroy that meets the lock of an update still ending is tried again for up to a minute."""
 
 
 class DeployError(StageFailed):
@@ -69,18 +79,10 @@ class PulumiStacks:
     """Qualify short stack names as <org>/<project>/<stack>; None: as given."""
     policy_packs: tuple[str, ...] = ()
     """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
+    layer_stack: str | None = None
+    """The stack never to destroy: an abandoned run's recovery for it is an `up`."""
     _command: PulumiCommand | None = field(default=None, init=False, repr=False)
-
-    def ensure_up(self, stack: str) -> bool:
-        """Preview; when nothing would change say so and return False, else `up` and return True."""
-        selected = self._select(stack)
-        changes = self._preview(stack, selected)
-        if not changes:
-            self.say(f"{stack}: up to date, nothing to deploy")
-            return False
-        self.say(f"{stack}: the preview shows changes ({_describe(changes)})")
-        self._up(stack, selected)
-        return True
+    _current: str = field(default="", init=False, repr=False)
 
     def preview(self, stack: str) -> dict[str, int]:
         """`pulumi preview`: what an `up` would do, by operation; empty when nothing would."""
@@ -100,8 +102,18 @@ class PulumiStacks:
         """`pulumi destroy` of that stack (a profile stack holds only its graph and its GPUs)."""
         selected = self._select(stack)
         self.say(f"{stack}: destroying {selected.name} (pulumi destroy)")
-        with _as_deploy_error(selected.name, "destroy"):
-            result = selected.destroy(color=COLOR, on_output=self._relay(stack), show_secrets=False)
+        for attempt in range(1, LOCKED_RETRIES + 1):
+            try:
+                with _as_deploy_error(selected.name, "destroy"):
+                    result = selected.destroy(
+                        color=COLOR, on_output=self._relay(stack), show_secrets=False
+                    )
+                break
+            except _Locked:
+                if attempt == LOCKED_RETRIES:
+                    raise
+                self.say(f"{stack}: locked by an update still ending; trying again")
+                time.sleep(LOCKED_RETRY_SECONDS)
         self.say(f"{stack}: destroyed ({_describe(_counts(result.summary.resource_changes))})")
 
     def qualified(self, stack: str) -> str:
@@ -125,7 +137,7 @@ class PulumiStacks:
         return [str(self.work_dir / pack) for pack in self.policy_packs] or None
 
     def _up(self, stack: str, selected: Stack) -> dict[str, Any]:
-        self.say(f"{stack}: deploying {selected.name} (pulumi up)")
+        self.say(f"{stack}: deploying {selected.name} (pulumi up --refresh)")
         with _as_deploy_error(selected.name, "up"):
             # up() runs `stack output` twice and `stack history` after the update (_stack.py, up);
             # show_secrets=False keeps decrypted config out of that history answer.
@@ -134,12 +146,14 @@ class PulumiStacks:
                 on_output=self._relay(stack),
                 show_secrets=False,
                 policy_packs=self._packs(),
+                refresh=True,
             )
         self.say(f"{stack}: deployed ({_describe(_counts(result.summary.resource_changes))})")
         return _as_printed(result.outputs)
 
     def _select(self, stack: str) -> Stack:
         name = self.qualified(stack)
+        self._current = stack
         options = LocalWorkspaceOptions(pulumi_command=self._pulumi())
         with _as_deploy_error(name, "stack select"):
             return select_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
@@ -157,13 +171,20 @@ class PulumiStacks:
             root = None if self.pulumi_root is None else str(self.pulumi_root)
             where = f"{root}/bin/pulumi" if root else "`pulumi` on PATH"
             try:
-                self._command = PulumiCommand(root=root)
+                self._command = SessionPulumiCommand(root, self.say, self._recovery)
             except (OSError, subprocess.SubprocessError, InvalidVersionError) as error:
                 raise DeployError(
                     f"cannot use the Pulumi CLI ({where}): {error}; install a Pulumi CLI 3.x "
                     "(https://www.pulumi.com/docs/install/)"
                 ) from None
         return self._command
+
+    def _recovery(self) -> str:
+        """What brings the stack the run was working on back, once its `pulumi` has exited."""
+        stack, name = self._current, self.qualified(self._current)
+        if stack == self.layer_stack:
+            return f"once `pulumi` has exited, `pulumi up --stack {name}` finishes the layer"
+        return f"once `pulumi` has exited, `pulumi destroy --yes --stack {name}` frees its GPUs"
 
     def _relay(self, stack: str) -> Callable[[str], None]:
         def relay(line: str) -> None:
@@ -173,13 +194,25 @@ class PulumiStacks:
         return relay
 
 
+class _Locked(DeployError):
+    """The stack is locked by another update."""
+
+
 @contextmanager
 def _as_deploy_error(stack: str, command: str) -> Iterator[None]:
-    """Automation API errors (all CommandErrors, automation/errors.py) as `DeployError`s."""
+    """Every error of the Automation API as a `DeployError`: its CommandErrors
+    (automation/errors.py) with pulumi's last lines, anything else (an event stream that broke,
+    a result it could not parse) with its type, never a traceback. Interrupts pass."""
     try:
         yield
     except CommandError as error:
         raise _deploy_error(stack, command, error) from None
+    except DeployError:
+        raise
+    except Exception as error:  # noqa: BLE001 -- the SDK raises more than CommandError
+        raise DeployError(
+            f"`pulumi {command}` of stack {stack} failed: {type(error).__name__}: {error}"
+        ) from None
 
 
 def _deploy_error(stack: str, command: str, error: CommandError) -> DeployError:
@@ -192,7 +225,7 @@ def _deploy_error(stack: str, command: str, error: CommandError) -> DeployError:
             "project directory and set its config (README, Quick start)"
         )
     if isinstance(error, ConcurrentUpdateError):
-        return DeployError(
+        return _Locked(
             f"`pulumi {command}` of stack {stack}: another update of this stack is running; wait "
             "for it to end (if none is, a crashed one left the lock: `pulumi cancel --stack "
             f"{stack}`)\n{_output_tail(error)}"

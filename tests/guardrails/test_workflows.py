@@ -219,3 +219,10 @@ def test_every_workflow_installs_the_cli_the_real_tier_tests() -> None:
     ]
     assert len(installs) == 2  # pulumi-stack.yml (preview.yml and up.yml use it) and ab.yml
     assert {str(step["with"]["pulumi-version"]) for step in installs} == {PULUMI_VERSION}
+
+
+def test_a_cancelled_ab_run_takes_both_graphs_down() -> None:
+    (cleanup,) = [step for step in steps("ab.yml", "ab") if "cancelled()" in str(step.get("if"))]
+    assert "pulumi destroy --yes" in cleanup["run"]
+    assert "for stack in round-robin session-affinity" in cleanup["run"]
+    assert cleanup["env"]["PULUMI_ACCESS_TOKEN"] == "${{ secrets.PULUMI_ACCESS_TOKEN }}"

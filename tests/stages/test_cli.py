@@ -321,3 +321,14 @@ def test_the_ab_needs_an_archive_unless_it_rehearses(capsys: pytest.CaptureFixtu
 
     assert exited.value.code == 2
     assert "--archive-bucket BUCKET is required (unless --rehearse)" in capsys.readouterr().err
+
+
+def test_an_ab_sweep_too_big_for_a_cluster_is_refused_before_any_stack_is_touched(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` at all: none may be asked
+    status = main(["ab", "--archive-bucket", "results", "--org", "acme", "--gpus", "16",
+                   "--videos", "2000", "--concurrency", "1,2"])  # fmt: skip
+
+    assert status == 2
+    assert "reduce --videos or the levels" in capsys.readouterr().err
