@@ -138,6 +138,7 @@ def run(args: argparse.Namespace) -> int:
     )
     ab = dataclasses.replace(ab_run(args, archive), rehearse=args.rehearse)
     check_cluster_workload(ab.workload)  # before any stack is brought up
+    stacks.require_cli()
     return finish(target, ab)
 
 

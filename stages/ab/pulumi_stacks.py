@@ -158,6 +158,11 @@ class PulumiStacks:
         with _as_deploy_error(name, "stack select"):
             return select_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
 
+    def require_cli(self) -> None:
+        """Fail before anything is deployed when no usable `pulumi` is there: later, a missing CLI
+        would first read as "no outputs of an earlier update"."""
+        self._pulumi()
+
     def _project_name(self) -> str:
         workspace = LocalWorkspace(work_dir=str(self.work_dir), pulumi_command=self._pulumi())
         try:
@@ -175,7 +180,8 @@ class PulumiStacks:
             except (OSError, subprocess.SubprocessError, InvalidVersionError) as error:
                 raise DeployError(
                     f"cannot use the Pulumi CLI ({where}): {error}; install a Pulumi CLI 3.x "
-                    "(https://www.pulumi.com/docs/install/)"
+                    "(https://www.pulumi.com/docs/install/), or `make engine` for the pinned "
+                    "3.274.1 (docs/engine.md)"
                 ) from None
         return self._command
 

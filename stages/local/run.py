@@ -19,6 +19,7 @@ import os
 import socket
 import sys
 import time
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +41,7 @@ from stages.core.pod_plans import (
 from stages.core.results import ProfileResults
 from stages.core.verdicts import smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
-from stages.errors import UsageError
+from stages.errors import FrontendNotReady, UsageError
 from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import running_group
 
@@ -83,6 +84,21 @@ def require_local_tools(tools: LocalTools | None, outputs: StackOutputs) -> Loca
             "which knows its AIPerf and tokenizer, e.g. `python -m lab stage perf --outputs ...`"
         )
     return tools
+
+
+def require_listening(outputs: StackOutputs) -> None:
+    """Fail at once when nothing listens at the outputs' frontend: a local graph is up before its
+    outputs are written, so a refused connection means they are stale (a graph since stopped), and
+    waiting for the model would only cost the whole wait."""
+    url = urllib.parse.urlsplit(outputs.frontend_url)
+    try:
+        socket.create_connection((url.hostname or LOOPBACK, url.port or 80), timeout=5).close()
+    except OSError as error:
+        raise FrontendNotReady(
+            f"nothing listens at {outputs.frontend_url} ({os.strerror(error.errno or 0) or error}):"
+            f" the graph {outputs.graph_name} that these outputs describe is not running; start it"
+            " again (`python -m lab up` writes fresh outputs) and pass its outputs.json"
+        ) from None
 
 
 def free_port() -> int:
@@ -134,6 +150,7 @@ def run_local_smoke(
     stream: TextIO | None = None,
 ) -> str:
     """The smoke program against a graph on this machine; returns the answer or raises why not."""
+    require_listening(outputs)
     port = free_port()
     place = PodPlace(
         work_dir=str(work_dir.resolve()),
@@ -157,6 +174,7 @@ def run_local_perf(
 ) -> ProfileResults:
     """The perf program against a graph on this machine; writes datasets, AIPerf's artifacts, the
     program's log and `results.json` under `out_dir`, as the cluster's perf stage does."""
+    require_listening(outputs)
     out_dir = out_dir.resolve()
     place = PodPlace(work_dir=str(out_dir), listen_host=LOOPBACK, aiperf=str(tools.aiperf))
     settings = PlanSettings(

@@ -20,6 +20,20 @@ def test_a_missing_cli_is_a_deploy_error(tmp_path: Path) -> None:
         stacks.outputs("round-robin")
 
 
+def test_stages_ab_without_a_cli_says_so_before_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from stages import cli
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` anywhere on it
+    status = cli.main(["ab", "--archive-bucket", "my-ab-results", "--out", str(tmp_path / "ab")])
+
+    printed = capsys.readouterr()
+    assert status == 1
+    assert "cannot use the Pulumi CLI (`pulumi` on PATH)" in printed.err
+    assert "make engine" in printed.err and "no outputs of an earlier update" not in printed.err
+
+
 def test_outputs_read_as_stack_output_prints_them_a_secret_stays_masked() -> None:
     printed = _as_printed(
         {"namespace": OutputValue("cosmos3", False), "token": OutputValue("hunter2", True)}

@@ -138,8 +138,33 @@ def test_aiperf_failing_is_reported_with_its_status(tmp_path: Path, frontend: in
         sweep(tmp_path, "exit 3", frontend)
 
 
+class _ListsAnotherModel(_ListsTheModel):
+    def do_GET(self) -> None:
+        data = json.dumps({"data": [{"id": "another-model"}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
 def test_a_frontend_that_never_lists_the_model_is_its_own_failure(tmp_path: Path) -> None:
-    with pytest.raises(FrontendNotReady, match="did not list tiny-llama") as failure:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ListsAnotherModel)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with pytest.raises(FrontendNotReady, match="did not list tiny-llama") as failure:
+            sweep(tmp_path, WRITE_FIXTURE, int(server.server_address[1]))
+    finally:
+        server.shutdown()
+        server.server_close()
+
+    assert failure.value.exit_status == 3
+
+
+def test_outputs_of_a_stopped_graph_fail_at_once_naming_the_fix(tmp_path: Path) -> None:
+    # A stale outputs.json (its graph since stopped) used to cost the whole model wait.
+    with pytest.raises(FrontendNotReady, match="nothing listens at http://127.0.0.1:") as failure:
         sweep(tmp_path, WRITE_FIXTURE, free_port())
 
+    assert "is not running" in str(failure.value) and "python -m lab up" in str(failure.value)
+    assert not (tmp_path / "argv.txt").exists()  # AIPerf never started
     assert failure.value.exit_status == 3
