@@ -44,8 +44,10 @@ WRITE_FIXTURE = (
 
 
 class _ListsTheModel(http.server.BaseHTTPRequestHandler):
+    model = "tiny-llama"
+
     def do_GET(self) -> None:
-        data = json.dumps({"data": [{"id": "tiny-llama"}]}).encode()
+        data = json.dumps({"data": [{"id": self.model}]}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -139,12 +141,7 @@ def test_aiperf_failing_is_reported_with_its_status(tmp_path: Path, frontend: in
 
 
 class _ListsAnotherModel(_ListsTheModel):
-    def do_GET(self) -> None:
-        data = json.dumps({"data": [{"id": "another-model"}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+    model = "another-model"
 
 
 def test_a_frontend_that_never_lists_the_model_is_its_own_failure(tmp_path: Path) -> None:
