@@ -43,6 +43,7 @@ from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.options import add_workload_arguments, positive_integer_option
+from stages.parsers import add_subcommands
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -108,7 +109,7 @@ def watch(graph: LabGraph) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__.splitlines()[0])
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = add_subcommands(parser, dest="command", required=True, metavar="COMMAND")
 
     ab = commands.add_parser(
         "ab", help="the A/B orchestrator on the lab: both profiles, archived, then the report"

@@ -52,6 +52,7 @@ from stages.options import (
     cluster_options,
     workload_from_args,
 )
+from stages.parsers import add_subcommands
 
 DEFAULT_PERF_DIR = Path("build/perf")
 SMOKE_MODEL_WAIT_SECONDS = 60.0
@@ -243,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    stages = parser.add_subparsers(dest="stage", required=True, metavar="STAGE")
+    stages = add_subcommands(parser, dest="stage", required=True, metavar="STAGE")
     for add in (_add_smoke, _add_perf, _add_report, _add_archive, _add_ab):
         add(stages)
     return parser

@@ -33,6 +33,7 @@ from stages.archive.pull import download_record
 from stages.archive.push import archive_plan, archive_run, resume_run
 from stages.archive.records import SEGMENT_PATTERN, RunRecord, Stage
 from stages.errors import EXIT_USAGE
+from stages.parsers import add_subcommands
 
 PROG = "python -m stages.archive"
 DESCRIPTION = "Store stage results in S3 by stack, profile and run; list and download them."
@@ -76,7 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the archive's subcommands to `parser` (its own or `python -m stages archive`)."""
     store = _store_options()
-    commands = parser.add_subparsers(dest="archive_command", required=True)
+    commands = add_subcommands(parser, dest="archive_command", required=True)
     for name, summary, add_arguments in [
         ("push", "store a stage's result directory as a new run", _add_push_arguments),
         ("list", "list the complete runs, oldest first", _add_list_arguments),

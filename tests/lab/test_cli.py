@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from lab.__main__ import main as lab_main
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -33,3 +35,16 @@ def test_ab_without_the_lab_installed_says_how_to_install_it(tmp_path: Path) -> 
     assert result.returncode == 1
     assert "lab ab FAILED: the lab is not installed" in result.stderr
     assert "bash lab/setup.sh" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["ab", "--wrokers", "2"], ["up", "--profiel", "round-robin"]])
+def test_a_mistyped_option_shows_its_subcommands_usage(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        lab_main(command)
+
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert stderr.startswith(f"usage: python -m lab {command[0]} ")
+    assert f"python -m lab {command[0]}: error: unrecognized arguments: {command[1]}" in stderr

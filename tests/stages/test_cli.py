@@ -332,3 +332,22 @@ def test_an_ab_sweep_too_big_for_a_cluster_is_refused_before_any_stack_is_touche
 
     assert status == 2
     assert "reduce --videos or the levels" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "usage"),
+    [
+        (["perf", "--outputs", "-", "--concurency", "4"], "python -m stages perf"),
+        (["archive", "list", "--bucket", "b", "--stagee", "perf"], "python -m stages archive list"),
+    ],
+)
+def test_a_mistyped_option_shows_its_subcommands_usage(
+    argv: list[str], usage: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv, local=LOCAL)
+
+    stderr = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert stderr.startswith(f"usage: {usage} ")
+    assert f"{usage}: error: unrecognized arguments: {argv[-2]} {argv[-1]}" in stderr
