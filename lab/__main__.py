@@ -34,6 +34,7 @@ from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGrap
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
 from lab.out_folder import lab_out
 from lab.predict_cli import add_commands as add_prediction_commands
+from lab.time_scale import MAX_TIME_SCALE
 from lab.tools import lab_tools
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages import cli as stages_cli
@@ -42,7 +43,7 @@ from stages.ab.cli import say as ab_say
 from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
-from stages.options import add_workload_arguments, positive_integer_option
+from stages.options import add_workload_arguments, checked_option, positive_integer_option
 from stages.parsers import add_subcommands
 
 
@@ -50,7 +51,9 @@ def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
     install = LabInstall().require()  # before anything starts: say how to install it
     args.out.mkdir(parents=True, exist_ok=True)
-    target = LabAbTarget(out=args.out, workers=args.workers, install=install)
+    target = LabAbTarget(
+        out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
+    )
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
     started = time.monotonic()
     result = run_orchestrator(target, run, ab_say)
@@ -62,6 +65,15 @@ def _ab(args: argparse.Namespace) -> int:
     if result.interrupted:
         raise KeyboardInterrupt
     return 0 if result.passed else EXIT_FAILED
+
+
+def _time_scale(text: str) -> float | None:
+    if text == "auto":
+        return None
+    value = float(text)
+    if not text.isascii() or not 1 <= value <= MAX_TIME_SCALE:  # NaN fails both
+        raise ValueError(text)
+    return value
 
 
 def _up(args: argparse.Namespace) -> int:
@@ -116,6 +128,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     workers = positive_integer_option(MAX_WORKERS)
     ab.add_argument("--workers", default=DEFAULT_WORKERS, help="mock workers per graph", **workers)
+    ab.add_argument(
+        "--time-scale",
+        default=None,
+        metavar="auto|K",
+        help="run both graphs K times slower than real time, results given in real time "
+        f"(1 to {MAX_TIME_SCALE:g}; default auto: chosen by probing the host, docs/lab.md)",
+        **checked_option(_time_scale, f"auto or a number from 1 to {MAX_TIME_SCALE:g}"),
+    )
     add_run_arguments(ab, DEFAULT_OUT)
     add_workload_arguments(ab)
     ab.set_defaults(handler=_ab)

@@ -29,11 +29,20 @@ from components.credentials import mask_values
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
+from lab.mocker_timing import REAL_SPEED
+from lab.time_scale import (
+    PROBE_SECONDS,
+    REAL_TIME,
+    given_conditions,
+    probe_host,
+    probed_conditions,
+)
 from lab.tools import lab_tools
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
 from stages.cluster.run import ClusterOptions
+from stages.core.results import RunConditions
 from stages.local.run import LocalTools
 
 DEFAULT_OUT = Path("build/lab")
@@ -78,8 +87,12 @@ class LabAbTarget:
     out: Path
     workers: int
     install: LabInstall = field(default_factory=LabInstall)
+    time_scale: float | None = None
+    """How much slower than real time both graphs run; None: chosen by the host probe when the
+    run starts (`lab.time_scale`)."""
     mocker_args: dict[RoutingProfile, tuple[str, ...]] = field(default_factory=dict)
     """Extra `dynamo.mocker` arguments per profile (tests use them to break one graph)."""
+    conditions: RunConditions = REAL_TIME
     name: str = "lab"
     cluster: ClusterOptions = field(default_factory=ClusterOptions)
     running: dict[RoutingProfile, tuple[LabGraph, PeakMemory, float]] = field(default_factory=dict)
@@ -87,7 +100,7 @@ class LabAbTarget:
 
     @property
     def local(self) -> LocalTools:
-        return lab_tools(self.install)
+        return lab_tools(self.install, self.conditions)
 
     def stack(self, profile: RoutingProfile) -> str:
         return f"lab-{profile.value}"
@@ -99,15 +112,27 @@ class LabAbTarget:
         return 0
 
     def prepare(self, say: Say) -> None:
+        """The lab installed, then the one time scale both profiles run at (so both pay the
+        same overheads): the one asked for, or the probe's."""
         self.install.require()
+        if self.time_scale is None:
+            say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
+            self.conditions = probed_conditions(probe_host())
+        else:
+            self.conditions = given_conditions(self.time_scale)
+        scale = self.conditions.time_scale
+        pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
+        say(f"the graphs run at {pace} (chosen by {self.conditions.chosen_by}); results are "
+            "given in real time")  # fmt: skip
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
-        routing = routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS)
+        scale = self.conditions.time_scale
+        routing = routing_for(profile, round(RECIPE_AFFINITY_TTL_SECONDS * scale))
         spec = GraphSpec(
             routing=routing,
             workers=self.workers,
             install=self.install,
-            mocker_args=self.mocker_args.get(profile, ()),
+            mocker_args=REAL_SPEED.mocker_args(scale) + self.mocker_args.get(profile, ()),
         )
         say(f"{profile.value}: starting a lab graph with {self.workers} mock workers")
         started = time.monotonic()

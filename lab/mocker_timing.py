@@ -79,3 +79,7 @@ class EngineSpeed(BaseModel):
 
     def decode_ms(self, context_tokens: int) -> float:
         return decode_ms(context_tokens) / (self.speedup * self.decode_speedup)
+
+
+REAL_SPEED = EngineSpeed(speedup=1, decode_speedup=1)
+"""`dynamo.mocker`'s own default speed: the timing the lab's A/B runs (slowed by its time scale)."""

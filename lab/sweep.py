@@ -80,24 +80,6 @@ Runner = Callable[[RoutingProfile, LabKnobs, LabSweep, float], list[LevelResult]
 """(profile, knobs, sweep, slowdown) -> each level's result, in the deployment's time."""
 
 
-def rescaled(level: LevelResult, slowdown: float) -> LevelResult:
-    """A level measured `slowdown` times slower than the deployment, in the deployment's time."""
-    return level.model_copy(
-        update={
-            "requests_per_second": level.requests_per_second * slowdown,
-            "output_tokens_per_second": level.output_tokens_per_second * slowdown,
-            "ttft_p50_ms": level.ttft_p50_ms / slowdown,
-            "ttft_p95_ms": level.ttft_p95_ms / slowdown,
-            "request_latency_p50_ms": level.request_latency_p50_ms / slowdown,
-            "request_latency_mean_ms": (
-                None
-                if level.request_latency_mean_ms is None
-                else level.request_latency_mean_ms / slowdown
-            ),
-        }
-    )
-
-
 class LabRunner:
     """The real runner: a lab graph per call, one perf stage per level, under `out`."""
 
@@ -138,7 +120,7 @@ class LabRunner:
                 except StageError as error:
                     # The graph's own story of the failure, before its processes are stopped.
                     raise type(error)(f"{error}\n{graph.log_tails()}") from error
-                results.append(rescaled(swept.levels[0], slowdown))
+                results.append(swept.levels[0].rescaled(slowdown))
         return results
 
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from lab.environment import LabInstall
 from lab.standin import VideoStandIn
+from lab.time_scale import REAL_TIME
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from stages.core.results import RunConditions
 from stages.core.workload import PerfWorkload, VideoMedia
 from stages.local.run import LocalTools
 
@@ -13,9 +15,12 @@ def _stand_in(workload: PerfWorkload) -> VideoMedia:
     return VideoStandIn(workload.prefix_tokens)
 
 
-def lab_tools(install: LabInstall | None = None) -> LocalTools:
-    """The lab's AIPerf and tokenizer (from `lab/setup.sh`), its text stand-in for a video, and
-    its workloads; raises LabNotInstalled when the lab is not installed."""
+def lab_tools(
+    install: LabInstall | None = None, conditions: RunConditions = REAL_TIME
+) -> LocalTools:
+    """The lab's AIPerf and tokenizer (from `lab/setup.sh`), its text stand-in for a video, its
+    workloads, and how its graph is timed (real time unless a time scale was chosen); raises
+    LabNotInstalled when the lab is not installed."""
     ready = (install or LabInstall()).require()
     return LocalTools(
         aiperf=ready.aiperf_executable,
@@ -23,4 +28,5 @@ def lab_tools(install: LabInstall | None = None) -> LocalTools:
         media_for=_stand_in,
         default_workload=LAB_WORKLOAD,
         recipe_workload=LAB_RECIPE_WORKLOAD,
+        conditions=conditions,
     )

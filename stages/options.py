@@ -110,6 +110,12 @@ def _positive_number(maximum: float) -> Callable[[str], float]:
     return check
 
 
+def checked_option(check: Callable[[str], Any], requirement: str) -> dict[str, Any]:
+    """`add_argument` keywords: the value `check` parses (a ValueError for a bad one), or exit 2
+    saying `--option must be <requirement>, got '<value>'`."""
+    return {"action": _Checked, "check": check, "requirement": requirement}
+
+
 def positive_integer_option(maximum: int | None = None) -> dict[str, Any]:
     """`add_argument` keywords: a positive integer (up to `maximum`), or exit 2 naming the
     option. Without a maximum, what takes the value bounds it (the workload's model)."""

@@ -27,6 +27,7 @@ from stages.archive import ArchiveLocation, current_commit
 from stages.archive.layout import DEFAULT_PREFIX
 from stages.archive.records import new_run_id
 from stages.cluster.run import check_cluster_workload
+from stages.core.ab_verdict import VERDICT_PREFIX, verdict_in
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_PASSED, AbandonRun
 from stages.options import (
@@ -156,15 +157,22 @@ def finish(target: AbTarget, ab: AbRun) -> int:
 
 
 def print_summary(result: AbResult, ab: AbRun) -> None:
+    """One line per profile, the report's path, then the verdict: always the last line."""
     for line in result.lines():
         print(line)
     if result.rehearsal:
         print(
             "report: none (a rehearsal runs no stage; what each would run is in the run's folder)"
         )
+        verdict = "a rehearsal measures nothing"
     elif result.report is not None:
         print(f"report: {result.report}")
+        verdict = "its report has no verdict line (written by an earlier version)"
     elif result.report_failure:
         print(f"report: failed ({result.report_failure})")
+        verdict = f"no report ({result.report_failure})"
     else:
         print(f"report: not written (continue with --run-id {ab.run_id})")
+        verdict = f"the A/B did not finish (continue with --run-id {ab.run_id})"
+    written = verdict_in(result.report.read_text()) if result.report is not None else None
+    print(written or f"{VERDICT_PREFIX}inconclusive: {verdict}")

@@ -9,57 +9,14 @@ it scattered a video's questions at random over the workers (the real-GPU behavi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from components.routing import RoutingProfile
-from stages.core.results import LevelResult, ProfileResults
-from stages.errors import StageFailed
+from stages.core.ab_pair import ABPair, ReportError, gain_percent
+from stages.core.ab_verdict import conditions_lines, verdict_line
+from stages.core.results import ProfileResults
 
 REPORT_FILE = "report.md"
 CHART_FILE = "ab-chart.png"
-
-
-class ReportError(StageFailed):
-    """The results cannot be compared."""
-
-
-@dataclass(frozen=True)
-class ABPair:
-    round_robin: ProfileResults
-    affinity: ProfileResults
-
-    @classmethod
-    def of(cls, first: ProfileResults, second: ProfileResults) -> ABPair:
-        by_profile = {first.profile: first, second.profile: second}
-        if set(by_profile) != set(RoutingProfile):
-            raise ReportError(
-                f"need one round-robin and one session-affinity result, got {first.profile} and "
-                f"{second.profile}"
-            )
-        return cls(
-            by_profile[RoutingProfile.ROUND_ROBIN], by_profile[RoutingProfile.SESSION_AFFINITY]
-        )
-
-    @property
-    def concurrencies(self) -> list[int]:
-        """The levels both profiles ran, in order."""
-        rr = {level.concurrency for level in self.round_robin.levels}
-        return sorted(rr & {level.concurrency for level in self.affinity.levels})
-
-    def levels(self, concurrency: int) -> tuple[LevelResult, LevelResult]:
-        """(round robin, affinity) at one concurrency both ran."""
-        rr, aff = self.round_robin.level(concurrency), self.affinity.level(concurrency)
-        if rr is None or aff is None:
-            raise ReportError(f"concurrency {concurrency} is missing from one of the profiles")
-        return rr, aff
-
-
-def gain_percent(baseline: float, candidate: float) -> float:
-    """Relative change from baseline to candidate, in percent."""
-    if baseline <= 0:
-        raise ReportError(f"cannot compute a gain from a baseline of {baseline}")
-    return (candidate - baseline) / baseline * 100
 
 
 def format_gain(percent: float) -> str:
@@ -199,9 +156,9 @@ def incomplete_lines(pair: ABPair) -> list[str]:
 
 
 def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
-    lines = ["# A/B: round robin vs session affinity", ""]
+    lines = ["# A/B: round robin vs session affinity", "", verdict_line(pair), ""]
     lines += incomplete_lines(pair)
-    lines += workload_lines(pair) + [""]
+    lines += workload_lines(pair) + conditions_lines(pair) + [""]
     lines += headline_table(pair) + [""]
     lines += detail_table(pair) + [""]
     lines += cache_section(pair) + [""]

@@ -54,6 +54,95 @@ class LevelResult(BaseModel):
         """Share of prompt tokens the engine found in its prefix cache."""
         return self.cached_prompt_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
 
+    def rescaled(self, time_scale: float) -> LevelResult:
+        """This level, measured `time_scale` times slower than real time, in real time: every
+        duration divided by it, every rate multiplied (counts and tokens are unchanged)."""
+        latency_mean = self.request_latency_mean_ms
+        return self.model_copy(
+            update={
+                "requests_per_second": self.requests_per_second * time_scale,
+                "output_tokens_per_second": self.output_tokens_per_second * time_scale,
+                "ttft_p50_ms": self.ttft_p50_ms / time_scale,
+                "ttft_p95_ms": self.ttft_p95_ms / time_scale,
+                "request_latency_p50_ms": self.request_latency_p50_ms / time_scale,
+                "request_latency_mean_ms": None
+                if latency_mean is None
+                else latency_mean / time_scale,
+            }
+        )
+
+
+QUIET_OTHERS_CORES = 0.25
+"""Other processes demanding less than a quarter of a core leave a run undisturbed."""
+TIME_SCALE_TOLERANCE = 1.25
+"""A run is still corrected when the host needed up to 25% more dilation than it got."""
+
+
+class HostLoad(BaseModel):
+    """The machine over a window of a local run (`stages.local.host_load`), in cores: what other
+    processes demanded (ran or waited to run), what the run's own processes ran, and how long
+    its threads waited for a CPU."""
+
+    model_config = ConfigDict(frozen=True)
+
+    seconds: float = Field(ge=0)
+    cores: int = Field(gt=0)
+    others_cores: float = Field(ge=0)
+    own_cores: float = Field(ge=0)
+    own_wait_cores: float = Field(ge=0)
+
+    @property
+    def fair_share_cores(self) -> float:
+        """The cores a run that wants them all gets beside the others' demand (the scheduler's
+        fair share): every core when the host is quiet, half of two when two loops spin."""
+        return self.cores * self.cores / (self.cores + self.others_cores)
+
+    def needed_time_scale(self, reference_cores: float) -> float:
+        """How much slower than real time a graph that needs `reference_cores` must run for
+        its share of this host to keep up with it (1: real time)."""
+        return max(1.0, reference_cores / self.fair_share_cores)
+
+    @property
+    def quiet(self) -> bool:
+        return self.others_cores < QUIET_OTHERS_CORES
+
+
+class RunConditions(BaseModel):
+    """How a local graph's sweep was run: its time scale, why, and the host around it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    time_scale: float = Field(default=1.0, ge=1)
+    """The graph ran this many times slower than real time (its engine, the pauses between
+    questions, the affinity TTL); the levels are given back in real time (`LevelResult.rescaled`)."""
+    chosen_by: str
+    """Where the time scale came from: the host probe's numbers, or the command line."""
+    reference_cores: float = Field(gt=0)
+    """The cores the graph needs at time scale 1 (the idle host its numbers were checked on)."""
+    probe: HostLoad | None = None
+    """The host just before the graphs started, as the probe that chose the time scale saw it."""
+    sweep: HostLoad | None = None
+    """The host during this sweep."""
+
+    @property
+    def needed_time_scale(self) -> float | None:
+        """The time scale the sweep's host needed; None when it was not measured."""
+        return None if self.sweep is None else self.sweep.needed_time_scale(self.reference_cores)
+
+    @property
+    def disturbed(self) -> str | None:
+        """Why the host made this sweep's numbers untrustworthy, or None when it did not: other
+        processes demanded more than the time scale made room for."""
+        needed = self.needed_time_scale
+        if self.sweep is None or self.sweep.quiet or needed is None:
+            return None
+        if needed <= self.time_scale * TIME_SCALE_TOLERANCE:
+            return None
+        return (
+            f"other processes demanded {self.sweep.others_cores:.2f} of {self.sweep.cores} cores "
+            f"during the sweep: it needed {needed:.1f}x dilation and ran at {self.time_scale:g}x"
+        )
+
 
 class ProfileResults(BaseModel):
     """A whole sweep of one routing profile against one deployment."""
@@ -71,6 +160,8 @@ class ProfileResults(BaseModel):
     """False when the sweep stopped part-way: `levels` are the ones it finished."""
     failure: str | None = None
     """Why an incomplete sweep stopped."""
+    conditions: RunConditions | None = None
+    """A local graph's time scale and host load (None: a cluster's, or written before them)."""
 
     @property
     def cache_hit_ratio(self) -> float:

@@ -14,7 +14,13 @@ from pathlib import Path
 
 from components.contract import StackOutputs
 from stages.core.pod_log import PodRun
-from stages.core.results import AIPERF_EXPORT_FILE, LevelResult, ProfileResults, read_level
+from stages.core.results import (
+    AIPERF_EXPORT_FILE,
+    LevelResult,
+    ProfileResults,
+    RunConditions,
+    read_level,
+)
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
@@ -71,23 +77,33 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]
 
 
 def sweep_results(
-    outputs: StackOutputs, workload: PerfWorkload, run: PodRun, out_dir: Path, log_path: Path
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    run: PodRun,
+    out_dir: Path,
+    log_path: Path,
+    conditions: RunConditions | None = None,
 ) -> ProfileResults:
     """The sweep's results from a perf program's run: the same files and `results.json` on every
-    target; fails (after saving what there is) if the run failed or a level broke its promises."""
+    target; fails (after saving what there is) if the run failed or a level broke its promises.
+    `conditions`: a local graph's time scale (its levels are rescaled to real time) and host."""
     if not run.succeeded or frontend_not_ready(run):
-        _save_finished_levels(outputs, workload, run, out_dir)
+        _save_finished_levels(outputs, workload, run, out_dir, conditions)
         _fail_unless_succeeded(run, "perf", log_path)
     write_exports(run.log, workload, out_dir)
     try:
         levels = [read_level(out_dir / f"c{c}" / "aiperf") for c in workload.concurrencies]
     except StageFailed as error:
         raise StageFailed(f"the perf program's log lacks a level's export: {error}") from error
-    return finish_sweep(outputs, workload, levels, out_dir)
+    return finish_sweep(outputs, workload, levels, out_dir, conditions)
 
 
 def _save_finished_levels(
-    outputs: StackOutputs, workload: PerfWorkload, run: PodRun, out_dir: Path
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    run: PodRun,
+    out_dir: Path,
+    conditions: RunConditions | None,
 ) -> None:
     """`results.json` of a sweep that stopped part-way: every level whose export made it into the
     log, marked incomplete; nothing when no level finished (or the log cannot be read)."""
@@ -103,7 +119,7 @@ def _save_finished_levels(
         finished.append(read_level(artifact_dir))
     if finished:
         why = frontend_not_ready(run) or f"{run.what} failed ({run.failure})"
-        results = _results(outputs, workload, finished).model_copy(
+        results = _results(outputs, workload, finished, conditions).model_copy(
             update={"complete": False, "failure": why}
         )
         results.save(out_dir / "results.json")
@@ -129,8 +145,13 @@ def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
 
 
 def _results(
-    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult]
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    levels: list[LevelResult],
+    conditions: RunConditions | None = None,
 ) -> ProfileResults:
+    if conditions is not None and conditions.time_scale != 1:
+        levels = [level.rescaled(conditions.time_scale) for level in levels]
     return ProfileResults(
         profile=outputs.profile,
         target=outputs.target,
@@ -139,15 +160,20 @@ def _results(
         session_header=outputs.session_header,
         workload=workload,
         levels=levels,
+        conditions=conditions,
     )
 
 
 def finish_sweep(
-    outputs: StackOutputs, workload: PerfWorkload, levels: list[LevelResult], out_dir: Path
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    levels: list[LevelResult],
+    out_dir: Path,
+    conditions: RunConditions | None = None,
 ) -> ProfileResults:
     """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
     (the results stay saved for inspection)."""
-    results = _results(outputs, workload, levels)
+    results = _results(outputs, workload, levels, conditions)
     results.save(out_dir / "results.json")
     problems = [p for level in levels for p in check_level(level, workload)]
     if problems:

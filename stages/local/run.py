@@ -38,12 +38,13 @@ from stages.core.pod_plans import (
     program_files,
     smoke_pod_config,
 )
-from stages.core.results import ProfileResults
+from stages.core.results import ProfileResults, RunConditions
 from stages.core.verdicts import smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
 from stages.errors import FrontendNotReady, UsageError
 from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import running_group
+from stages.local.host_load import HostSampler
 
 LOOPBACK = "127.0.0.1"
 POLL_SECONDS = 0.5
@@ -75,6 +76,10 @@ class LocalTools:
     """The recipe's sizes as this graph runs them (`--recipe-sizes`)."""
     ffmpeg: str = field(default_factory=_ffmpeg)
     """FFmpeg for the smoke video (default: the imageio-ffmpeg wheel's, as in the pod)."""
+    conditions: RunConditions | None = None
+    """How the graph's sweeps are timed: its time scale (the pauses between questions are
+    stretched by it, the results given back in real time) and the host load is measured and
+    recorded with them. None: real time, unmeasured."""
 
 
 def require_local_tools(tools: LocalTools | None, outputs: StackOutputs) -> LocalTools:
@@ -184,10 +189,25 @@ def run_local_perf(
         heartbeat_seconds=LOCAL_HEARTBEAT_SECONDS,
     )
     media = tools.media_for(workload)
-    plan = perf_pod_plan(outputs, workload, media, "", place, settings, inline_datasets=False)
+    conditions = tools.conditions
+    timed = _stretched(workload, conditions.time_scale if conditions else 1.0)
+    plan = perf_pod_plan(outputs, timed, media, "", place, settings, inline_datasets=False)
     for concurrency in workload.concurrencies:
-        rows = dataset_rows(workload, concurrency, media)
+        rows = dataset_rows(timed, concurrency, media)
         write_dataset(rows, dataset_path(place, concurrency))
     content = gzip.compress(json.dumps(plan).encode(), mtime=0)
-    run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, _printer("perf", stream))
-    return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG)
+    with HostSampler() as host:
+        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, _printer("perf", stream))
+    if conditions is not None:
+        conditions = conditions.model_copy(update={"sweep": host.load()})
+    return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG, conditions)
+
+
+def _stretched(workload: PerfWorkload, time_scale: float) -> PerfWorkload:
+    """The workload as a graph `time_scale` times slower than real time runs it: its pauses
+    between a video's questions stretched alike (what the results record is `workload`)."""
+    if time_scale == 1:
+        return workload
+    return workload.model_copy(
+        update={"turn_jitter_ms": round(workload.turn_jitter_ms * time_scale)}
+    )

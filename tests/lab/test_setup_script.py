@@ -48,3 +48,36 @@ def test_a_second_run_changes_nothing(lab_install: LabInstall) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("is up to date") == 3
     assert [path.stat().st_mtime for path in stamps] == before
+
+
+# A stand-in for pip's log, written as pip writes it: one `Collecting` line per package, then
+# the install; its exit status is the last command's.
+FAKE_PIP = """
+(echo 'Collecting a==1' >"$log"; sleep 2.5; echo 'Collecting b==1' >>"$log"; sleep 2
+ echo 'Installing collected packages: a, b' >>"$log"; sleep 2; exit "$status") &
+watch_pip $! demo-venv "$log" 2 $SECONDS
+"""
+
+
+def watch_fake_pip(tmp_path: Path, status: int) -> subprocess.CompletedProcess[str]:
+    script = f"source lab/setup.sh\nlog={tmp_path}/pip.log\nstatus={status}\n{FAKE_PIP}"
+    return subprocess.run(
+        ["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
+        env=os.environ | {"PROGRESS_SECONDS": "1"}, check=False,
+    )  # fmt: skip
+
+
+def test_an_install_says_how_far_it_got_and_how_long_it_took(tmp_path: Path) -> None:
+    result = watch_fake_pip(tmp_path, status=0)
+
+    lines = result.stdout.splitlines()
+    assert result.returncode == 0, result.stderr
+    assert "lab setup: demo-venv: fetched 1 of 2 packages (0m01s)" in lines
+    assert any(
+        line.startswith("lab setup: demo-venv: fetched 2 of 2 packages (0m0") for line in lines
+    )
+    assert lines[-1].startswith("lab setup: demo-venv: installing 2 packages (0m0")
+
+
+def test_a_failed_install_is_its_status(tmp_path: Path) -> None:
+    assert watch_fake_pip(tmp_path, status=3).returncode == 3

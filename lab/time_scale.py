@@ -1,0 +1,61 @@
+"""How much slower than real time the lab's A/B runs its graphs: chosen from the host, measured.
+
+A lab graph runs in real time on shared cores. On an idle 2-core host its numbers hold (docs/
+lab.md); on a busy one, another program's CPU time shows up as the graphs' latency and the A/B
+measures the host, not the routing. So before the graphs start, `probe_host` measures for a few
+seconds what every other process on the machine demands (CPU they ran or waited for,
+`stages.local.host_load`), and `time_scale_for` picks the dilation K that gives the graph, in
+its fair share of the cores left beside that demand, the room it has on an idle 2-core host.
+At K the mock engine runs K times slower (`--speedup-ratio 1/K`), as do the pauses between a
+video's questions and the affinity TTL, and every level is given back in real time
+(`LevelResult.rescaled`). The perf stage measures the host again during each sweep; the report
+says whether it stayed within what K corrects for (`RunConditions.disturbed`).
+"""
+
+from __future__ import annotations
+
+import time
+
+from stages.core.results import HostLoad, RunConditions
+from stages.local.host_load import HostSampler
+
+LAB_REFERENCE_CORES = 2.0
+"""What the lab graph needs at real time: the idle 2-core host its A/B was checked on."""
+PROBE_SECONDS = 3.0
+MAX_TIME_SCALE = 8.0
+"""Beyond 8x the default A/B takes over half an hour; such a host is reported as disturbed."""
+REAL_TIME = RunConditions(chosen_by="real time", reference_cores=LAB_REFERENCE_CORES)
+"""A lab graph's sweep that is not dilated (`lab stage perf`): its host is still measured."""
+
+
+def probe_host(seconds: float = PROBE_SECONDS) -> HostLoad:
+    """The host over `seconds`, while this process and its children sit idle."""
+    with HostSampler(every=seconds / 3) as host:
+        time.sleep(seconds)
+    return host.load()
+
+
+def time_scale_for(load: HostLoad) -> float:
+    """The dilation the host needs, to the nearest half (within `TIME_SCALE_TOLERANCE` of it),
+    from 1 (real time) to MAX_TIME_SCALE."""
+    needed = load.needed_time_scale(LAB_REFERENCE_CORES)
+    return min(MAX_TIME_SCALE, max(1.0, round(needed * 2) / 2))
+
+
+def probed_conditions(load: HostLoad) -> RunConditions:
+    scale = time_scale_for(load)
+    return RunConditions(
+        time_scale=scale,
+        chosen_by=(
+            f"the host probe: other processes demanded {load.others_cores:.2f} of {load.cores} "
+            f"cores, leaving the graph a fair share of {load.fair_share_cores:.2f}"
+        ),
+        reference_cores=LAB_REFERENCE_CORES,
+        probe=load,
+    )
+
+
+def given_conditions(time_scale: float) -> RunConditions:
+    return RunConditions(
+        time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
+    )

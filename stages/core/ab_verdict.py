@@ -1,0 +1,116 @@
+"""The A/B in one line, and what the host did to a local run.
+
+    verdict: session affinity +12.3% req/s at c16 (TTFT p50 306 -> 248 ms); ahead at 5 of 5
+      levels (c1 +4.1%, ...); host quiet
+    verdict: inconclusive: <reason>
+
+The level named is the one with the largest effect either way, so the sign of the gain is the
+answer. The verdict is inconclusive when the numbers cannot carry one: a sweep that stopped
+part-way, failed requests, two different workloads, or a local host that other processes kept
+busier than the run's time scale corrects for (`RunConditions.disturbed`).
+"""
+
+from __future__ import annotations
+
+from stages.core.ab_pair import ABPair, gain_percent
+from stages.core.results import ProfileResults, RunConditions
+
+VERDICT_PREFIX = "verdict: "
+
+
+def _profiles(pair: ABPair) -> tuple[ProfileResults, ProfileResults]:
+    return pair.round_robin, pair.affinity
+
+
+def inconclusive_reason(pair: ABPair) -> str | None:
+    """Why the pair cannot carry a verdict, or None."""
+    if pair.round_robin.workload != pair.affinity.workload:
+        return "the two profiles ran different workloads"
+    for results in _profiles(pair):
+        name = results.profile.value
+        if not results.complete:
+            return f"{name}'s sweep stopped part-way ({results.failure})"
+        errors = sum(level.error_count for level in results.levels)
+        if errors:
+            return f"{errors} requests failed in {name}'s sweep"
+        disturbed = results.conditions.disturbed if results.conditions else None
+        if disturbed:
+            return f"a busy host during {name}'s sweep: {disturbed}"
+    if not pair.concurrencies:
+        return "the two profiles share no concurrency level"
+    return None
+
+
+def _host_note(pair: ABPair) -> str | None:
+    conditions = [r.conditions for r in _profiles(pair) if r.conditions is not None]
+    if not conditions:
+        return None
+    scale = max(c.time_scale for c in conditions)
+    quiet = all(c.sweep is None or c.sweep.quiet for c in conditions)
+    pace = "" if scale == 1 else f", run {scale:g}x slower than real time"
+    return ("host quiet" if quiet else "host busy, within what the time scale corrects") + pace
+
+
+def verdict_line(pair: ABPair) -> str:
+    """`verdict: ...`: the A/B's answer, or why it has none."""
+    reason = inconclusive_reason(pair)
+    if reason:
+        return f"{VERDICT_PREFIX}inconclusive: {reason}"
+    gains = {}
+    for c in pair.concurrencies:
+        rr, aff = pair.levels(c)
+        gains[c] = gain_percent(rr.requests_per_second, aff.requests_per_second)
+    largest = max(gains, key=lambda c: abs(gains[c]))
+    rr, aff = pair.levels(largest)
+    ahead = sum(1 for gain in gains.values() if gain > 0)
+    levels = ", ".join(f"c{c} {gain:+.1f}%" for c, gain in gains.items())
+    effect = (
+        f"session affinity {gains[largest]:+.1f}% req/s at c{largest} "
+        f"(TTFT p50 {rr.ttft_p50_ms:,.0f} -> {aff.ttft_p50_ms:,.0f} ms)"
+    )
+    parts = [effect, f"ahead at {ahead} of {len(gains)} levels ({levels})"]
+    host = _host_note(pair)
+    return VERDICT_PREFIX + "; ".join(parts + ([host] if host else []))
+
+
+def verdict_in(report_markdown: str) -> str | None:
+    """The verdict line of a written report (None in a report written before it had one)."""
+    lines = report_markdown.splitlines()
+    return next((line for line in lines if line.startswith(VERDICT_PREFIX)), None)
+
+
+def _load_line(results: ProfileResults, conditions: RunConditions) -> str | None:
+    load = conditions.sweep
+    if load is None:
+        return None
+    needed = conditions.needed_time_scale or 1.0
+    if load.quiet:
+        state = "quiet"
+    elif conditions.disturbed:
+        state = f"**DISTURBED**: it needed {needed:.1f}x dilation"
+    else:
+        state = f"busy, within what {conditions.time_scale:g}x corrects (it needed {needed:.1f}x)"
+    return (
+        f"- Host during {results.profile.value}'s sweep ({load.seconds:.0f} s): other processes "
+        f"demanded {load.others_cores:.2f} of {load.cores} cores; the run's own processes ran "
+        f"{load.own_cores:.2f} cores and waited {load.own_wait_cores:.2f} for a CPU: {state}."
+    )
+
+
+def conditions_lines(pair: ABPair) -> list[str]:
+    """How each local sweep was timed and what the host did meanwhile (none for a cluster)."""
+    lines = []
+    for results in _profiles(pair):
+        conditions = results.conditions
+        if conditions is None:
+            continue
+        scale = conditions.time_scale
+        pace = "in real time" if scale == 1 else f"{scale:g}x slower than real time"
+        lines.append(
+            f"- Timing of {results.profile.value}: its graph ran {pace} (chosen by "
+            f"{conditions.chosen_by}); every time and rate here is in real time."
+        )
+        load = _load_line(results, conditions)
+        if load:
+            lines.append(load)
+    return lines
