@@ -25,7 +25,7 @@ POLICY_VENV := policy/venv
 # What `make check` type-checks with mypy --strict: every module outside tests/.
 MYPY_PATHS := components tools $(wildcard policy/rules.py policy/rules) lab stages __main__.py
 
-.PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark render policy-venv \
+.PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark lab-contention render policy-venv \
 	engine real clean
 
 # new_venv DIR LOCK: a fresh virtualenv at DIR with exactly LOCK installed. Its own .gitignore keeps
@@ -116,6 +116,11 @@ lab: $(DEV_VENV)/.installed lab-setup
 # Wall time of `make lab` from a fresh copy of the project, and the lab graph's memory.
 lab-benchmark: $(DEV_VENV)/.installed
 	$(DEV_PY) -m lab.benchmark --fresh-copy
+
+# The A/B's answer on a busy host: two idle runs, then one beside a busy loop per core, compared
+# level by level (build/lab/contention/benchmark.md; docs/lab.md). Quiet the host first.
+lab-contention: $(DEV_VENV)/.installed lab-setup
+	$(DEV_PY) -m lab.contention_benchmark
 
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
 render: $(DEV_VENV)/.installed
