@@ -1,14 +1,14 @@
 """Does `make lab`'s A/B give the same answer on a busy host? Measured, not asserted.
 
     .venv-dev/bin/python -m lab.contention_benchmark                 # 2 idle runs, 1 busy
-    .venv-dev/bin/python -m lab.contention_benchmark --busy-runs 2 --busy-time-scale 1
+    .venv-dev/bin/python -m lab.contention_benchmark --busy-time-scales auto,1
 
 Runs `python -m lab ab` (its default workload and time scale, as `make lab` does) `--idle-runs`
 times on the host as it is, then `--busy-runs` times beside one busy loop per core at normal
 priority (`--busy-loops` to change), and compares each busy run's throughput gain per level with
 the idle runs': the same sign, and within 5 points of the idle mean or within the idle runs'
-own spread, whichever is wider. `--busy-time-scale 1` forces real time on the busy runs, to see
-the report call such a run disturbed. Writes `build/lab/contention/benchmark.md` and prints it;
+own spread, whichever is wider. `--busy-time-scales auto,1` adds a busy run forced to real time,
+to see the report call it disturbed. Writes `build/lab/contention/benchmark.md` and prints it;
 each run keeps its own folder (report, results, summary) beside it. Quiet the host for the idle
 runs: they are the reference.
 """
@@ -140,16 +140,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-runs", type=int, default=2)
     parser.add_argument("--busy-runs", type=int, default=1)
     parser.add_argument("--busy-loops", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--busy-time-scale", default="auto", help="--time-scale of the busy runs")
+    parser.add_argument("--busy-time-scales", default="auto",
+                        help="comma-separated --time-scale values, --busy-runs busy runs each")  # fmt: skip
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     idle = [run_ab(f"idle-{n}", args.out, ()) for n in range(1, args.idle_runs + 1)]
     busy = []
-    for n in range(1, args.busy_runs + 1):
-        with busy_loops(args.busy_loops):
-            time.sleep(2)  # the loops running before the probe looks
-            extra = ("--time-scale", args.busy_time_scale)
-            busy.append(run_ab(f"busy-{n}-{args.busy_time_scale}", args.out, extra))
+    for scale in args.busy_time_scales.split(","):
+        for n in range(1, args.busy_runs + 1):
+            with busy_loops(args.busy_loops):
+                time.sleep(2)  # the loops running before the probe looks
+                extra = ("--time-scale", scale)
+                busy.append(run_ab(f"busy-{n}-{scale}", args.out, extra))
     text = render(idle, busy, args.busy_loops)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "benchmark.md").write_text(text)

@@ -24,10 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.routing import RoutingProfile, routing_for
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import EngineSpeed
+from lab.time_scale import LAB_REFERENCE_CORES
 from lab.tools import lab_tools
 from stages import targets
 from stages.cluster.run import ClusterOptions
-from stages.core.results import LevelResult
+from stages.core.results import LevelResult, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import StageError
 
@@ -100,14 +101,20 @@ class LabRunner:
             mocker_args=knobs.speed.mocker_args(slowdown),
             pre_engine_delay_ms=knobs.pre_engine_delay_ms * slowdown,
         )
-        tools = lab_tools(spec.install)
+        # The perf stage stretches the pauses by `slowdown` and gives the levels back rescaled.
+        timing = RunConditions(
+            time_scale=slowdown,
+            chosen_by="the prediction's slowdown",
+            reference_cores=LAB_REFERENCE_CORES,
+        )
+        tools = lab_tools(spec.install, timing)
         results = []
         with LabGraph(spec, run_dir / "graph") as graph:
             for concurrency in sweep.concurrencies:
                 self.say(f"{profile.value}: concurrency {concurrency}, "
                          f"{sweep.videos(concurrency)} videos x {sweep.questions} questions, "
                          f"running {slowdown:g}x slower than the deployment")  # fmt: skip
-                workload = _level_workload(knobs, sweep, concurrency, slowdown)
+                workload = _level_workload(knobs, sweep, concurrency)
                 try:
                     swept = targets.run_perf(
                         graph.outputs,
@@ -120,19 +127,17 @@ class LabRunner:
                 except StageError as error:
                     # The graph's own story of the failure, before its processes are stopped.
                     raise type(error)(f"{error}\n{graph.log_tails()}") from error
-                results.append(swept.levels[0].rescaled(slowdown))
+                results.append(swept.levels[0])
         return results
 
 
-def _level_workload(
-    knobs: LabKnobs, sweep: LabSweep, concurrency: int, slowdown: float
-) -> PerfWorkload:
+def _level_workload(knobs: LabKnobs, sweep: LabSweep, concurrency: int) -> PerfWorkload:
     return PerfWorkload(
         videos=sweep.videos(concurrency),
         questions=sweep.questions,
         output_tokens=sweep.output_tokens,
         concurrencies=(concurrency,),
         prefix_tokens=knobs.prefix_tokens,
-        turn_jitter_ms=round(sweep.turn_jitter_ms * slowdown),
+        turn_jitter_ms=round(sweep.turn_jitter_ms),
         seed=sweep.seed,
     )

@@ -24,8 +24,11 @@ LAB_REFERENCE_CORES = 2.0
 PROBE_SECONDS = 3.0
 MAX_TIME_SCALE = 8.0
 """Beyond 8x the default A/B takes over half an hour; such a host is reported as disturbed."""
-REAL_TIME = RunConditions(chosen_by="real time", reference_cores=LAB_REFERENCE_CORES)
-"""A lab graph's sweep that is not dilated (`lab stage perf`): its host is still measured."""
+REAL_TIME = RunConditions(
+    chosen_by="the default for a graph not started by `lab ab`", reference_cores=LAB_REFERENCE_CORES
+)
+"""A lab graph's sweep that is not dilated (`lab stage perf` against `lab up`'s graph): its host
+is still measured."""
 
 
 def probe_host(seconds: float = PROBE_SECONDS) -> HostLoad:

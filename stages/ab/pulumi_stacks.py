@@ -50,6 +50,7 @@ from stages.ab.pulumi_cli import SessionPulumiCommand
 from stages.errors import StageFailed
 
 TAIL_LINES = 15
+ERROR_LINES = 10
 """How much of pulumi's output a `DeployError` quotes: the diagnostics and the final error."""
 SECRET = "[secret]"
 """What `pulumi stack output --json` prints for a secret output (automation/_config.py,
@@ -236,19 +237,35 @@ def _deploy_error(stack: str, command: str, error: CommandError) -> DeployError:
             "for it to end (if none is, a crashed one left the lock: `pulumi cancel --stack "
             f"{stack}`)\n{_output_tail(error)}"
         )
+    errors = _error_lines(error)
+    listed = "its errors:\n" + "\n".join(errors) + "\n" if errors else ""
     return DeployError(
-        f"`pulumi {command}` of stack {stack} failed; the end of its output:\n{_output_tail(error)}"
+        f"`pulumi {command}` of stack {stack} failed; {listed}the end of its output:\n"
+        + _output_tail(error)
     )
 
 
-def _output_tail(error: CommandError) -> str:
-    """The last lines pulumi printed, stdout then stderr (its final `error:` lines)."""
+def _output_lines(error: CommandError) -> list[str]:
+    """What pulumi printed, stdout then stderr, blank lines left out."""
     # A CommandError's text is its CommandResult's: "\n code: N\n stdout: ...\n stderr: ..."
     # (automation/errors.py, CommandError.__init__; automation/_cmd.py, CommandResult.__str__).
     head, _, stderr = str(error).rpartition("\n stderr: ")
     _, _, stdout = head.partition("\n stdout: ")
-    lines = [line for line in f"{stdout}\n{stderr}".splitlines() if line.strip()]
-    return "\n".join(lines[-TAIL_LINES:])
+    return [line for line in f"{stdout}\n{stderr}".splitlines() if line.strip()]
+
+
+def _output_tail(error: CommandError) -> str:
+    """The last lines pulumi printed (usually its final `error:` lines)."""
+    return "\n".join(_output_lines(error)[-TAIL_LINES:])
+
+
+def _error_lines(error: CommandError) -> list[str]:
+    """Each distinct `error:` line of pulumi's diagnostics, in order, at most ERROR_LINES: the
+    tail alone may hold only the program's traceback when the engine cancelled it mid-way."""
+    found = dict.fromkeys(
+        line.strip() for line in _output_lines(error) if line.strip().startswith("error:")
+    )
+    return list(found)[:ERROR_LINES]
 
 
 def _counts(changes: OpMap | None) -> dict[str, int]:

@@ -112,9 +112,10 @@ class RunConditions(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    time_scale: float = Field(default=1.0, ge=1)
+    time_scale: float = Field(default=1.0, gt=0)
     """The graph ran this many times slower than real time (its engine, the pauses between
-    questions, the affinity TTL); the levels are given back in real time (`LevelResult.rescaled`)."""
+    questions, the affinity TTL); the levels are given back in real time (`LevelResult.rescaled`).
+    Below 1 (a prediction's choice): faster."""
     chosen_by: str
     """Where the time scale came from: the host probe's numbers, or the command line."""
     reference_cores: float = Field(gt=0)

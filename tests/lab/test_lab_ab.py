@@ -21,6 +21,7 @@ from lab.environment import LabInstall
 from lab.workload import LAB_WORKLOAD
 from stages.ab.orchestrator import AbRun, run_ab
 from stages.archive import list_runs
+from stages.core.results import ProfileResults
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -63,7 +64,7 @@ def test_a_failure_in_the_second_profile_then_a_resume(
 
 def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: Path) -> None:
     command = [sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
-               "--run-id", "cli-run", *WORKLOAD_ARGS]  # fmt: skip
+               "--run-id", "cli-run", "--time-scale", "2", *WORKLOAD_ARGS]  # fmt: skip
 
     result = subprocess.run(
         command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False
@@ -71,6 +72,13 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "round-robin: passed\nsession-affinity: passed\n" in result.stdout
+    assert result.stdout.splitlines()[-1].startswith("verdict: session affinity ")
+    affinity = tmp_path / "cli-run" / "session-affinity"
+    conditions = ProfileResults.load(affinity / "perf" / "results.json").conditions
+    assert conditions is not None and conditions.time_scale == 2
+    assert conditions.sweep is not None and conditions.sweep.own_cores > 0  # measured
+    outputs = json.loads((tmp_path / "outputs-session-affinity.json").read_text())
+    assert outputs["sessionAffinityTtlSeconds"] == 600  # the TTL slowed with the graph
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["run_id"] == "cli-run" and summary["peak_rss_bytes"] > 0
     assert (tmp_path / "report.md").read_text().startswith("#")

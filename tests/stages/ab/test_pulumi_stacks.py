@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 from pulumi.automation import OutputValue
 
-from stages.ab.pulumi_stacks import DeployError, PulumiStacks, _as_printed, _output_tail
+from stages.ab.pulumi_stacks import (
+    DeployError,
+    PulumiStacks,
+    _as_printed,
+    _error_lines,
+    _output_tail,
+)
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -49,3 +55,21 @@ def test_an_error_ends_with_the_last_lines_pulumi_printed() -> None:
 
     tail = _output_tail(Failed()).splitlines()  # type: ignore[arg-type]
     assert tail[-1] == "error: the last word" and len(tail) == 15 and tail[0] == "line 16"
+
+
+def test_the_engines_errors_come_first_when_a_traceback_fills_the_tail() -> None:
+    class Cancelled(Exception):
+        def __str__(self) -> str:
+            traceback = "\n".join(f"  File line {n}" for n in range(30))
+            stdout = (
+                "Diagnostics:\n  pulumi:pulumi:Stack (dev):\n"
+                '    error: unknown stack "org/project/shared"\n'
+                '    error: unknown stack "org/project/shared"\n'
+                f"{traceback}\n    KeyboardInterrupt\nResources:\n    2 errored"
+            )
+            return f"\n code: 255\n stdout: {stdout}\n stderr: "
+
+    errors = _error_lines(Cancelled())  # type: ignore[arg-type]
+
+    assert errors == ['error: unknown stack "org/project/shared"']
+    assert "unknown stack" not in _output_tail(Cancelled())  # type: ignore[arg-type]
