@@ -2,6 +2,8 @@
 
     .venv-dev/bin/python -m lab.contention_benchmark                 # 2 idle runs, 1 busy
     .venv-dev/bin/python -m lab.contention_benchmark --busy-time-scales auto,1
+    .venv-dev/bin/python -m lab.contention_benchmark --idle-runs 0 --busy-loops 4 \
+        --idle-from build/lab/contention/idle-* --out build/lab/contention-4
 
 Runs `python -m lab ab` (its default workload and time scale, as `make lab` does) `--idle-runs`
 times on the host as it is, then `--busy-runs` times beside one busy loop per core at normal
@@ -77,12 +79,23 @@ def run_ab(name: str, out: Path, extra: Sequence[str]) -> AbMeasurement:
     seconds = time.monotonic() - started
     if status != 0:
         raise SystemExit(f"[benchmark] {name}: lab ab exited {status}; see {folder}")
+    return AbMeasurement(name, seconds, load_pair(folder))
+
+
+def load_pair(folder: Path) -> ABPair:
+    """The latest A/B a `lab ab --out folder` wrote."""
     run_id = json.loads((folder / "latest-run.json").read_text())["runId"]
     loaded = [
         ProfileResults.load(folder / run_id / profile.value / "perf" / "results.json")
         for profile in RoutingProfile
     ]
-    return AbMeasurement(name, seconds, ABPair.of(*loaded))
+    return ABPair.of(*loaded)
+
+
+def earlier_run(folder: Path) -> AbMeasurement:
+    """An idle run of an earlier benchmark, as the reference (`--idle-from`)."""
+    seconds = json.loads((folder / "summary.json").read_text())["total_seconds"]
+    return AbMeasurement(folder.name, float(seconds), load_pair(folder))
 
 
 @contextmanager
@@ -142,9 +155,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--busy-loops", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--busy-time-scales", default="auto",
                         help="comma-separated --time-scale values, --busy-runs busy runs each")  # fmt: skip
+    parser.add_argument("--idle-from", type=Path, nargs="*", default=[], metavar="FOLDER",
+                        help="idle runs of an earlier benchmark to compare with, instead of new ones")  # fmt: skip
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
-    idle = [run_ab(f"idle-{n}", args.out, ()) for n in range(1, args.idle_runs + 1)]
+    idle = [earlier_run(folder) for folder in args.idle_from]
+    idle += [run_ab(f"idle-{n}", args.out, ()) for n in range(1, args.idle_runs + 1)]
     busy = []
     for scale in args.busy_time_scales.split(","):
         for n in range(1, args.busy_runs + 1):
