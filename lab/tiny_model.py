@@ -35,6 +35,14 @@ SPECIAL_TOKENS = [
 TARGET_VOCAB_SIZE = 4096
 MAX_CONTEXT = 32768
 
+MOCKER_OUTPUT_IDS = range(1000, 2000)
+"""The token ids Dynamo 1.6.1's mock engine answers with, whatever the model: drawn uniformly from
+1000 to 1999 (measured here: 960 tokens of 120 responses, read back through the frontend's
+`nvext.extra_fields: ["completion_token_ids"]`, lay between 1000 and 1997). The trained vocabulary
+stops near 1,500 tokens, and an id past its end decodes to nothing, so about half of the mock
+engine's tokens were empty text and one short answer in a few hundred (8 tokens: 0.51^8) streamed
+no content at all, which AIPerf counts as a failed request. `pad_vocabulary` closes the gap."""
+
 # Llama-3 style. A message's content may be a list of parts (text, video_url): the text parts are
 # kept and every media part becomes a marker, because the mock engine cannot see media.
 CHAT_TEMPLATE = (
@@ -75,6 +83,28 @@ def train_tokenizer() -> Tokenizer:
     )
     tokenizer.train_from_iterator(training_corpus(), trainer=trainer)
     return tokenizer
+
+
+def pad_vocabulary(tokenizer: Tokenizer, size: int) -> Tokenizer:
+    """The tokenizer with its BPE vocabulary filled up to `size` ids by filler words (" w1488",
+    ...). They have no merges, so encoding is unchanged (a prompt costs the same tokens as
+    before); they only give every id the mock engine answers with some text to decode to."""
+    spec = json.loads(tokenizer.to_str())
+    vocab: dict[str, int] = spec["model"]["vocab"]
+    space = "\u0120"  # the byte-level alphabet's space, as in every word token after a space
+    for token_id in range(tokenizer.get_vocab_size(), size):
+        vocab[f"{space}w{token_id}"] = token_id
+    return Tokenizer.from_str(json.dumps(spec))
+
+
+def check_mocker_outputs_decode(tokenizer: Tokenizer) -> None:
+    """Fail the build if an id the mock engine answers with would decode to no text."""
+    silent = [i for i in MOCKER_OUTPUT_IDS if not tokenizer.decode([i]).strip()]
+    if silent:
+        raise SystemExit(
+            f"tiny tokenizer: {len(silent)} ids the mock engine emits decode to no text "
+            f"(e.g. {silent[:5]}); pad the vocabulary to at least {MOCKER_OUTPUT_IDS.stop}"
+        )
 
 
 def check_one_token_per_word(tokenizer: Tokenizer) -> None:
@@ -135,8 +165,9 @@ def tokenizer_config() -> dict[str, object]:
 
 
 def build(out: Path) -> None:
-    tokenizer = train_tokenizer()
+    tokenizer = pad_vocabulary(train_tokenizer(), MOCKER_OUTPUT_IDS.stop)
     check_one_token_per_word(tokenizer)
+    check_mocker_outputs_decode(tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save(str(out / "tokenizer.json"))
     files = {
