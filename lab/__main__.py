@@ -8,7 +8,7 @@
                                              any `python -m stages` command against a lab graph
     python -m lab calibrate | predict | capacity
                                              the lab tuned to a measured level, predicting the
-                                             rest (`lab/predict_cli.py`, docs/lab-prediction.md)
+                                             rest (`lab/planner/predict_cli.py`, docs/lab-prediction.md)
 
 Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
 run), 130 interrupted; `stage` exits with the stage's own status. Each command's `--out` is the
@@ -27,13 +27,13 @@ from components.credentials import masked_output
 from components.output_folders import OutputFolderError, os_error_reason
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
-from lab.calibration import CalibrationError
-from lab.capacity import CapacityError
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
 from lab.out_folder import lab_out
-from lab.predict_cli import add_commands as add_prediction_commands
+from lab.planner.calibration import CalibrationError
+from lab.planner.capacity import CapacityError
+from lab.planner.predict_cli import add_commands as add_prediction_commands
 from lab.time_scale import MAX_TIME_SCALE
 from lab.tools import lab_tools
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD

@@ -14,7 +14,7 @@ here was checked against the installed build with its offline replay
 - prefill times are divided by `--speedup-ratio`, decode times by `--speedup-ratio` x
   `--decode-speedup-ratio`; the engine sleeps in wall-clock time until each pass's end.
 
-The lab uses these only to choose knobs (`lab.calibration`): every choice is then checked by
+The lab uses these only to choose knobs (`lab.planner.calibration`): every choice is then checked by
 running the real engine and measuring.
 """
 

@@ -1,7 +1,7 @@
 """Run a workload on a lab graph tuned to imitate a deployment, slower than real time, and give
 the results back in the deployment's time.
 
-A calibration (`lab.calibration`) sets `LabKnobs`: the mock engine's speed, the length of a
+A calibration (`lab.planner.calibration`) sets `LabKnobs`: the mock engine's speed, the length of a
 video's stand-in prefix, and a pre-engine delay. Two cores cannot serve the recipe's load in real
 time, so the lab runs everything `slowdown` times slower (the engine, the pre-engine delay, the
 affinity TTL, the pauses between questions) and divides every time it measures by `slowdown`

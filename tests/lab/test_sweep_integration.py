@@ -10,10 +10,10 @@ import pytest
 
 from components.routing import RoutingProfile
 from lab.__main__ import main
-from lab.calibration import Calibration
-from lab.measured_table import MeasuredTable
 from lab.mocker_timing import EngineSpeed
-from lab.service_times import ServiceTimes
+from lab.planner.calibration import Calibration
+from lab.planner.measured_table import MeasuredTable
+from lab.planner.service_times import ServiceTimes
 from lab.sweep import LabKnobs, LabRunner, LabSweep
 
 pytestmark = pytest.mark.lab

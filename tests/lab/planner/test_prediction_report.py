@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from lab.calibration import Calibration
-from lab.measured_table import RECIPE_TABLE
-from lab.prediction import CellError, Prediction, cell_errors
-from lab.prediction_report import (
+from lab.planner.calibration import Calibration
+from lab.planner.measured_table import RECIPE_TABLE
+from lab.planner.prediction import CellError, Prediction, cell_errors
+from lab.planner.prediction_report import (
     LAB_OVERHEAD,
     QUEUE_BEFORE_ENGINE,
     SHARED_WORKER,
@@ -50,7 +50,7 @@ def test_a_missed_cell_names_the_effect_that_pushes_it_that_way(
     assert reason(missed, workers=8) == why
 
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "lab-prediction"
+DOCS = Path(__file__).resolve().parents[3] / "docs" / "lab-prediction"
 README = DOCS.parents[1] / "README.md"
 SUMMARY_START = "<!-- prediction summary:"
 SUMMARY_END = "<!-- end of prediction summary -->"

@@ -7,7 +7,7 @@ approach and the lab's few waves of videos do not (their ramp and tail would bia
 requests/s low). Output tokens/s follow from it. TTFT and latency percentiles are the lab's.
 
 Round robin's mean latency is corrected first for the lab's lockstep, which gives it more cache
-hits than a real cluster's scatter (`lab.service_times.scattered_latency_ms`; docs/lab-prediction.md,
+hits than a real cluster's scatter (`lab.planner.service_times.scattered_latency_ms`; docs/lab-prediction.md,
 effect 1): each extra hit is charged the calibration's cold extra.
 """
 
@@ -20,9 +20,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.routing import RoutingProfile
-from lab.calibration import Calibration
-from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
-from lab.service_times import mean_latency_ms, scatter_cache_hits, scattered_latency_ms
+from lab.planner.calibration import Calibration
+from lab.planner.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
+from lab.planner.service_times import mean_latency_ms, scatter_cache_hits, scattered_latency_ms
 from lab.sweep import LabSweep, Runner
 from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult

@@ -8,9 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from components.routing import RoutingProfile
-from lab.calibration import warm_new_tokens
 from lab.mocker_timing import prefill_ms
-from lab.service_times import expected_cold_workers
+from lab.planner.calibration import warm_new_tokens
+from lab.planner.service_times import expected_cold_workers
 from lab.sweep import LabKnobs, LabSweep
 from stages.core.results import LevelResult
 

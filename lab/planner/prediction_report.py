@@ -3,9 +3,9 @@ what the lab missed and why, and whether running slower changed the answer."""
 
 from __future__ import annotations
 
-from lab.calibration import Calibration
-from lab.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredTable
-from lab.prediction import CellError, Prediction, cell_errors
+from lab.planner.calibration import Calibration
+from lab.planner.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredTable
+from lab.planner.prediction import CellError, Prediction, cell_errors
 
 GOAL = 0.10
 """A cell within 10% of the measured one (the gain: within 10 points) meets the goal."""

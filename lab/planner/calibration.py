@@ -1,6 +1,6 @@
 """`lab calibrate`: tune the lab to one measured level of both profiles, check it, keep it.
 
-From the reference row alone (`lab.service_times`): a warm request's time, a cold one's and a
+From the reference row alone (`lab.planner.service_times`): a warm request's time, a cold one's and a
 warm first token's. The lab's knobs follow (`lab.sweep.LabKnobs`):
 
 - the engine's prefill speed: `warm_engine_ms`, the part of a warm first token spent in the
@@ -28,9 +28,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.routing import RoutingProfile
-from lab.measured_table import AFF, RR, MeasuredRow, MeasuredTable
 from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
-from lab.service_times import ServiceTimes, scattered_latency_ms
+from lab.planner.measured_table import AFF, RR, MeasuredRow, MeasuredTable
+from lab.planner.service_times import ServiceTimes, scattered_latency_ms
 from lab.sweep import LabKnobs, LabSweep, Runner
 from stages.core.model_files import read_model, write_model
 from stages.core.results import LevelResult

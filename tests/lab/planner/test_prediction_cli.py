@@ -9,17 +9,17 @@ from typing import Any
 import pytest
 
 from components.routing import RoutingProfile
-from lab import predict_cli
 from lab.__main__ import main
-from lab.calibration import Calibration, calibrate
-from lab.capacity import fleet_capacity, plan_capacity
-from lab.measured_table import RECIPE_TABLE
 from lab.mocker_timing import EngineSpeed
-from lab.prediction import Prediction
+from lab.planner import predict_cli
+from lab.planner.calibration import Calibration, calibrate
+from lab.planner.capacity import fleet_capacity, plan_capacity
+from lab.planner.measured_table import RECIPE_TABLE
+from lab.planner.prediction import Prediction
 from lab.sweep import LabKnobs, LabSweep
 from stages.core.results import ProfileResults
 from stages.core.workload import PerfWorkload
-from tests.lab.fake_lab import FakeLab
+from tests.lab.planner.fake_lab import FakeLab
 
 
 @pytest.fixture

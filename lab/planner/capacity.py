@@ -16,8 +16,8 @@ from collections.abc import Callable
 from pydantic import BaseModel, ConfigDict
 
 from components.routing import RoutingProfile
-from lab.calibration import Calibration
-from lab.prediction import level_metrics
+from lab.planner.calibration import Calibration
+from lab.planner.prediction import level_metrics
 from lab.sweep import LabSweep, Runner
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.routing import RoutingProfile
-from lab.measured_table import AFF, RR, MeasuredRow
+from lab.planner.measured_table import AFF, RR, MeasuredRow
 from stages.core.results import LevelResult
 
 

@@ -20,12 +20,12 @@ import argparse
 from pathlib import Path
 
 from components.routing import MAX_AFFINITY_TTL_SECONDS, RoutingProfile
-from lab.calibration import Calibration, calibrate
-from lab.capacity import plan_capacity
 from lab.graph import MAX_WORKERS
-from lab.measured_table import RECIPE_TABLE, MeasuredTable
-from lab.prediction import Prediction, predict
-from lab.prediction_report import render
+from lab.planner.calibration import Calibration, calibrate
+from lab.planner.capacity import plan_capacity
+from lab.planner.measured_table import RECIPE_TABLE, MeasuredTable
+from lab.planner.prediction import Prediction, predict
+from lab.planner.prediction_report import render
 from lab.sweep import LabRunner, LabSweep
 from stages.core.model_files import write_model
 from stages.core.workload import MAX_CONCURRENCY, MAX_QUESTIONS, MAX_TOKENS

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
-from lab.calibration import Calibration, CalibrationError, calibrate, first_knobs
-from lab.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, MeasuredTable
 from lab.mocker_timing import prefill_ms
-from lab.prediction import cell_errors, predict
-from lab.prediction_report import render
-from lab.service_times import ModelMismatch, ServiceTimes
+from lab.planner.calibration import Calibration, CalibrationError, calibrate, first_knobs
+from lab.planner.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, MeasuredTable
+from lab.planner.prediction import cell_errors, predict
+from lab.planner.prediction_report import render
+from lab.planner.service_times import ModelMismatch, ServiceTimes
 from lab.sweep import LabSweep
-from tests.lab.fake_lab import FakeLab
+from tests.lab.planner.fake_lab import FakeLab
 
 RR, AFF = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
 
