@@ -12,6 +12,18 @@ from pathlib import Path
 import pytest
 
 
+def served_requests(worker_metrics: str) -> int:
+    """A mock worker's own count of the `generate` requests it served, from its /metrics text."""
+    return int(
+        sum(
+            float(line.rsplit(" ", 1)[1])
+            for line in worker_metrics.splitlines()
+            if line.startswith("dynamo_component_requests_total{")
+            and 'dynamo_endpoint="generate"' in line
+        )
+    )
+
+
 def command_line(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()

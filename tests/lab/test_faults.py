@@ -20,13 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import requests
 
 from components.routing import RoutingProfile
 from lab.graph import LabGraph
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.incluster.processes import group_members
-from tests.lab.conftest import command_line, processes_with
+from tests.lab.conftest import command_line, processes_with, served_requests
 from tests.stages.conftest import FIXTURES
 
 pytestmark = pytest.mark.lab
@@ -52,6 +53,16 @@ def read_until(stage: subprocess.Popen[str], marker: str, seen: list[str]) -> No
     raise AssertionError(f"{marker!r} never came:\n{''.join(seen[-20:])}")
 
 
+def wait_until_served(metrics_url: str, seconds: float = 120.0) -> None:
+    """Until the worker behind `metrics_url` has served a request (its own /metrics count)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if served_requests(requests.get(metrics_url, timeout=5).text) > 0:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the worker at {metrics_url} served no request in {seconds:.0f} s")
+
+
 def the_process(graph: LabGraph, name: str) -> int:
     """The PID of the graph's `name` process itself (not the guard that leads its group)."""
     module = "dynamo.frontend" if name == "frontend" else "dynamo.mocker"
@@ -72,7 +83,9 @@ def test_a_worker_killed_mid_sweep_is_counted_and_reported(
     stage = perf_stage(graph.outputs_path, tmp_path / "perf", "2")
     seen: list[str] = []
     read_until(stage, "level 1/1", seen)
-    time.sleep(2)  # some requests done
+    # Killed once it serves the sweep (not after a fixed pause: on a busy host AIPerf may not have
+    # sent a request yet, and the frontend then routes every request around the dead worker).
+    wait_until_served(graph.worker_metrics_urls[1])
 
     os.kill(the_process(graph, "worker-1"), signal.SIGKILL)
     assert stage.wait(timeout=300) == 1, "".join(seen)  # the sweep broke its promises

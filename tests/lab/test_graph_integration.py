@@ -20,7 +20,7 @@ from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile, frontend_args
 from lab.graph import LabGraph, LabGraphError
 from stages.incluster.processes import group_members
-from tests.lab.conftest import command_line, processes_with
+from tests.lab.conftest import command_line, processes_with, served_requests
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
@@ -47,17 +47,7 @@ def ask_with_session(outputs: StackOutputs, session: str, question: str) -> int:
 
 def requests_per_worker(graph: LabGraph) -> list[int]:
     """Each worker's own count of served requests, from its /metrics."""
-    counts = []
-    for url in graph.worker_metrics_urls:
-        lines = requests.get(url, timeout=5).text.splitlines()
-        total = [
-            float(line.rsplit(" ", 1)[1])
-            for line in lines
-            if line.startswith("dynamo_component_requests_total{")
-            and 'dynamo_endpoint="generate"' in line
-        ]
-        counts.append(int(sum(total)))
-    return counts
+    return [served_requests(requests.get(url, timeout=5).text) for url in graph.worker_metrics_urls]
 
 
 def test_affinity_pins_a_session_to_one_worker(start_graph: StartGraph) -> None:

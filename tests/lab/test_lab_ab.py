@@ -72,11 +72,18 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
 
     assert result.returncode == 0, result.stderr[-3000:]
     assert "round-robin: passed\nsession-affinity: passed\n" in result.stdout
-    assert result.stdout.splitlines()[-1].startswith("verdict: session affinity ")
-    affinity = tmp_path / "cli-run" / "session-affinity"
-    conditions = ProfileResults.load(affinity / "perf" / "results.json").conditions
-    assert conditions is not None and conditions.time_scale == 2
-    assert conditions.sweep is not None and conditions.sweep.own_cores > 0  # measured
+    profiles = [tmp_path / "cli-run" / p.value / "perf" / "results.json" for p in RoutingProfile]
+    conditions = [ProfileResults.load(path).conditions for path in profiles]
+    for timing in conditions:
+        assert timing is not None and timing.time_scale == 2
+        assert timing.sweep is not None and timing.sweep.own_cores > 0  # measured
+    verdict = result.stdout.splitlines()[-1]
+    disturbed = [timing.disturbed for timing in conditions if timing and timing.disturbed]
+    if disturbed:  # a host busier than 2x corrects for (e.g. a build beside the tests): said so
+        assert verdict.startswith("verdict: inconclusive: a busy host during ")
+        assert disturbed[0] in verdict
+    else:
+        assert verdict.startswith("verdict: session affinity ")
     outputs = json.loads((tmp_path / "outputs-session-affinity.json").read_text())
     assert outputs["sessionAffinityTtlSeconds"] == 600  # the TTL slowed with the graph
     summary = json.loads((tmp_path / "summary.json").read_text())
@@ -85,4 +92,5 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
     again = subprocess.run(
         command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
     )
-    assert again.returncode == 0 and "round-robin: skipped" in again.stdout
+    assert again.returncode == 0, again.stdout + again.stderr[-3000:]
+    assert "round-robin: skipped" in again.stdout, again.stdout
