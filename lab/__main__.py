@@ -111,12 +111,18 @@ def watch(graph: LabGraph) -> int:
             reported.add(process.name)
             cause = graph.exit_cause(process)
             if process is graph.processes[0]:
-                print(f"lab up: the frontend exited ({cause}): stopping the graph; its "
-                      f"log: {process.log_path}", file=sys.stderr)  # fmt: skip
+                print(
+                    f"lab up: the frontend exited ({cause}): stopping the graph; its "
+                    f"log: {process.log_path}",
+                    file=sys.stderr,
+                )
                 return EXIT_FAILED
             alive = graph.spec.workers - len(reported)
-            print(f"lab up: {process.name} exited ({cause}); {alive} workers still serve; "
-                  f"its log: {process.log_path}", file=sys.stderr)  # fmt: skip
+            print(
+                f"lab up: {process.name} exited ({cause}); {alive} workers still serve; "
+                f"its log: {process.log_path}",
+                file=sys.stderr,
+            )
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -122,8 +122,10 @@ class LabAbTarget:
             self.conditions = given_conditions(self.time_scale)
         scale = self.conditions.time_scale
         pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
-        say(f"the graphs run at {pace} (chosen by {self.conditions.chosen_by}); results are "
-            "given in real time")  # fmt: skip
+        say(
+            f"the graphs run at {pace} (chosen by {self.conditions.chosen_by}); results are "
+            "given in real time"
+        )
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         scale = self.conditions.time_scale

@@ -153,10 +153,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--idle-runs", type=int, default=2)
     parser.add_argument("--busy-runs", type=int, default=1)
     parser.add_argument("--busy-loops", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--busy-time-scales", default="auto",
-                        help="comma-separated --time-scale values, --busy-runs busy runs each")  # fmt: skip
-    parser.add_argument("--idle-from", type=Path, nargs="*", default=[], metavar="FOLDER",
-                        help="idle runs of an earlier benchmark to compare with, instead of new ones")  # fmt: skip
+    parser.add_argument(
+        "--busy-time-scales",
+        default="auto",
+        help="comma-separated --time-scale values, --busy-runs busy runs each",
+    )
+    parser.add_argument(
+        "--idle-from",
+        type=Path,
+        nargs="*",
+        default=[],
+        metavar="FOLDER",
+        help="idle runs of an earlier benchmark to compare with, instead of new ones",
+    )
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     idle = [earlier_run(folder) for folder in args.idle_from]

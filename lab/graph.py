@@ -218,6 +218,7 @@ class LabGraph:
 
     def _start_worker(self, index: int, env: dict[str, str]) -> None:
         metrics_port = free_low_port(self._metrics_ports)
+        # Laid out by hand (formatter skipped): a command line, each option beside its value.
         argv = [
             str(self.spec.install.dynamo_python), "-m", "dynamo.mocker",
             "--model-path", str(self.spec.install.model_dir),

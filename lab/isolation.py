@@ -52,8 +52,11 @@ def run_isolated(argv: Sequence[str], forward: bool = False) -> None:
     if state == "off":
         return
     if not can_isolate():
-        print(f"{ZMQ_WARNING}; this machine allows no user network namespace to isolate them "
-              f"(set {ISOLATED_ENV}=off to silence this)", file=sys.stderr)  # fmt: skip
+        print(
+            f"{ZMQ_WARNING}; this machine allows no user network namespace to isolate them "
+            f"(set {ISOLATED_ENV}=off to silence this)",
+            file=sys.stderr,
+        )
         return
     env = os.environ | {ISOLATED_ENV: "inside"}
     if forward:

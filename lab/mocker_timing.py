@@ -69,6 +69,7 @@ class EngineSpeed(BaseModel):
     decode_speedup: float = Field(gt=0)
 
     def mocker_args(self, slowdown: float) -> tuple[str, ...]:
+        # Laid out by hand (formatter skipped): a command line, each option beside its value.
         return (
             "--speedup-ratio", f"{self.speedup / slowdown:.6g}",
             "--decode-speedup-ratio", f"{self.decode_speedup:.6g}",

@@ -21,6 +21,8 @@ def start_delay_proxy(
     """The proxy in front of `upstream_port`, and the port clients use instead."""
     port_file = run_dir / "tmp" / "delay-proxy.port"
     port_file.unlink(missing_ok=True)
+    # Laid out by hand (formatter skipped): a command line, the interpreter and its flags, then
+    # the proxy's own arguments.
     argv = [
         sys.executable, "-S", "-E", "-B", str(DELAY_PROXY),
         str(upstream_port), f"{delay_ms}", str(port_file),

@@ -111,9 +111,11 @@ class LabRunner:
         results = []
         with LabGraph(spec, run_dir / "graph") as graph:
             for concurrency in sweep.concurrencies:
-                self.say(f"{profile.value}: concurrency {concurrency}, "
-                         f"{sweep.videos(concurrency)} videos x {sweep.questions} questions, "
-                         f"running {slowdown:g}x slower than the deployment")  # fmt: skip
+                self.say(
+                    f"{profile.value}: concurrency {concurrency}, "
+                    f"{sweep.videos(concurrency)} videos x {sweep.questions} questions, "
+                    f"running {slowdown:g}x slower than the deployment"
+                )
                 workload = _level_workload(knobs, sweep, concurrency)
                 try:
                     swept = targets.run_perf(

@@ -11,6 +11,10 @@ The outputs' `target` chooses where smoke and perf run (`stages.targets`): `clus
 the stack's namespace; `lab` as local processes, through the lab (`python -m lab stage ...`),
 which passes in its tools. Each stage is one subcommand added by one `_add_<stage>` function.
 A stage's `--out` is its own (`components.output_folders`); its output is masked (`credentials`).
+
+Over 300 lines: one command line, every stage's subcommand beside the shared outputs,
+archive and exit-status handling they all go through; a stage is one `_add_<stage>` parser
+and one handler.
 """
 
 from __future__ import annotations
@@ -64,8 +68,10 @@ Handler = Callable[[argparse.Namespace, LocalTools | None], int]
 
 
 ARCHIVE_OPTIONS = {
-    "bucket": "--archive-bucket", "prefix": "--archive-prefix", "endpoint_url": "--archive-endpoint",
-}  # fmt: skip
+    "bucket": "--archive-bucket",
+    "prefix": "--archive-prefix",
+    "endpoint_url": "--archive-endpoint",
+}
 """The archive location's fields and the options of `report` and `ab` that set them."""
 
 
@@ -174,10 +180,17 @@ def _outputs_argument(parser: argparse.ArgumentParser) -> None:
 def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _stage_parser(stages, "smoke", "one question about a synthetic video must be answered")
     _outputs_argument(parser)
-    add_seconds_argument(parser, "--wait-seconds", default=SMOKE_MODEL_WAIT_SECONDS,
-                         help="how long to wait for /v1/models to list the model (default 60)")  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the program's config (lab) or the manifests (cluster); send nothing")  # fmt: skip
+    add_seconds_argument(
+        parser,
+        "--wait-seconds",
+        default=SMOKE_MODEL_WAIT_SECONDS,
+        help="how long to wait for /v1/models to list the model (default 60)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the program's config (lab) or the manifests (cluster); send nothing",
+    )
     add_cluster_arguments(parser, default_timeout="900")
     parser.set_defaults(handler=_smoke)
 
@@ -188,10 +201,17 @@ def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
     parser.add_argument(
         "--out", type=Path, help=f"artifacts directory (default {DEFAULT_PERF_DIR}/<profile>)"
     )
-    add_seconds_argument(parser, "--wait-seconds", default=PERF_MODEL_WAIT_SECONDS,
-                         help="how long the program waits for /v1/models (default 600)")  # fmt: skip
-    parser.add_argument("--dry-run", action="store_true",
-                        help="print the AIPerf commands (lab) or the manifests (cluster); run nothing")  # fmt: skip
+    add_seconds_argument(
+        parser,
+        "--wait-seconds",
+        default=PERF_MODEL_WAIT_SECONDS,
+        help="how long the program waits for /v1/models (default 600)",
+    )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the AIPerf commands (lab) or the manifests (cluster); run nothing",
+    )
     add_workload_arguments(parser)
     add_perf_cluster_arguments(add_cluster_arguments(parser, default_timeout="14400 (4 h)"))
     parser.set_defaults(handler=_perf)
@@ -200,19 +220,42 @@ def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> No
 def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = _stage_parser(stages, "report", "both profiles side by side: report.md and a chart")
     source = parser.add_mutually_exclusive_group(required=True)
-    source.add_argument("--results", nargs=2, metavar="RESULTS_JSON",
-                        help="the two profiles' results.json files, in any order")  # fmt: skip
-    source.add_argument("--archive-bucket", metavar="BUCKET",
-                        help="read both profiles' perf runs from this S3 archive instead")  # fmt: skip
+    source.add_argument(
+        "--results",
+        nargs=2,
+        metavar="RESULTS_JSON",
+        help="the two profiles' results.json files, in any order",
+    )
+    source.add_argument(
+        "--archive-bucket",
+        metavar="BUCKET",
+        help="read both profiles' perf runs from this S3 archive instead",
+    )
     archive = parser.add_argument_group("from the archive (credentials: the AWS environment)")
-    archive.add_argument("--stacks", nargs=2, metavar="STACK", type=segment,
-                         help="the two stacks whose perf runs to compare")  # fmt: skip
-    archive.add_argument("--run-ids", nargs=2, metavar="RUN_ID", type=segment,
-                         help="one run id per stack (default: each stack's latest perf run)")  # fmt: skip
-    archive.add_argument("--archive-endpoint", metavar="URL",
-                         help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3 / AWS)")  # fmt: skip
-    archive.add_argument("--archive-prefix", default="cosmos3-nano-reasoner",
-                         help="key prefix (default: %(default)s)")  # fmt: skip
+    archive.add_argument(
+        "--stacks",
+        nargs=2,
+        metavar="STACK",
+        type=segment,
+        help="the two stacks whose perf runs to compare",
+    )
+    archive.add_argument(
+        "--run-ids",
+        nargs=2,
+        metavar="RUN_ID",
+        type=segment,
+        help="one run id per stack (default: each stack's latest perf run)",
+    )
+    archive.add_argument(
+        "--archive-endpoint",
+        metavar="URL",
+        help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3 / AWS)",
+    )
+    archive.add_argument(
+        "--archive-prefix",
+        default="cosmos3-nano-reasoner",
+        help="key prefix (default: %(default)s)",
+    )
     parser.add_argument(
         "--out", type=Path, required=True, help="directory for report.md and the chart"
     )

@@ -2,6 +2,9 @@
 
 Every value is checked when the command line is parsed: a bad one is an argparse error (exit
 status 2) that names the option, before anything runs.
+
+Over 300 lines: one checked-option vocabulary: the argparse action that checks a value, and
+every option built on it, so a bad value fails the same way in every stage command.
 """
 
 from __future__ import annotations
@@ -21,10 +24,14 @@ from stages.core.workload import PerfWorkload
 from stages.errors import UsageError
 
 WORKLOAD_OPTIONS = {
-    "videos": "--videos", "questions": "--questions", "output_tokens": "--output-tokens",
-    "concurrencies": "--concurrency", "prefix_tokens": "--prefix-tokens",
-    "turn_jitter_ms": "--turn-jitter-ms", "seed": "--seed",
-}  # fmt: skip
+    "videos": "--videos",
+    "questions": "--questions",
+    "output_tokens": "--output-tokens",
+    "concurrencies": "--concurrency",
+    "prefix_tokens": "--prefix-tokens",
+    "turn_jitter_ms": "--turn-jitter-ms",
+    "seed": "--seed",
+}
 """Each workload field and the option that sets it (what an error about the field names)."""
 WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
 CONCURRENCY_EXAMPLE = "1,2,4,8,16"
@@ -125,8 +132,11 @@ def positive_integer_option(maximum: int | None = None) -> dict[str, Any]:
 
 def integer_option(minimum: int) -> dict[str, Any]:
     """`add_argument` keywords: an integer of `minimum` or more, or exit 2 naming the option."""
-    return {"action": _Checked, "check": _integer(minimum),
-            "requirement": f"an integer of {minimum} or more"}  # fmt: skip
+    return {
+        "action": _Checked,
+        "check": _integer(minimum),
+        "requirement": f"an integer of {minimum} or more",
+    }
 
 
 def positive_number_option(maximum: float = MAX_POSITIVE_NUMBER) -> dict[str, Any]:
@@ -138,8 +148,12 @@ def positive_number_option(maximum: float = MAX_POSITIVE_NUMBER) -> dict[str, An
 
 def concurrency_option() -> dict[str, Any]:
     """`add_argument` keywords: comma-separated distinct positive integers."""
-    return {"action": _Checked, "check": _concurrencies, "metavar": "LEVELS",
-            "requirement": f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}"}  # fmt: skip
+    return {
+        "action": _Checked,
+        "check": _concurrencies,
+        "metavar": "LEVELS",
+        "requirement": f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}",
+    }
 
 
 def add_seconds_argument(
@@ -155,19 +169,34 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group(
         "workload (defaults: the recipe's sweep on a cluster, the lab's reduced sweep in the lab)"
     )
-    group.add_argument("--recipe-sizes", action="store_true",
-                       help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16")  # fmt: skip
+    group.add_argument(
+        "--recipe-sizes",
+        action="store_true",
+        help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16",
+    )
     positive = positive_integer_option()
     group.add_argument("--videos", help="videos (sessions) per concurrency level", **positive)
     group.add_argument("--questions", help="questions (requests) per video", **positive)
     group.add_argument("--output-tokens", help="exact output tokens per request", **positive)
-    group.add_argument("--concurrency", dest="concurrencies", **concurrency_option(),
-                       help=f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}")  # fmt: skip
+    group.add_argument(
+        "--concurrency",
+        dest="concurrencies",
+        **concurrency_option(),
+        help=f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}",
+    )
     group.add_argument("--prefix-tokens", help="lab: tokens of a video's text stand-in", **positive)
-    group.add_argument("--turn-jitter-ms", **integer_option(0),
-                       help="random pause (0..N ms) before each follow-up question")  # fmt: skip
-    group.add_argument("--seed", action=_Checked, check=_integer(None),
-                       requirement="an integer", help="random seed for datasets and AIPerf")  # fmt: skip
+    group.add_argument(
+        "--turn-jitter-ms",
+        **integer_option(0),
+        help="random pause (0..N ms) before each follow-up question",
+    )
+    group.add_argument(
+        "--seed",
+        action=_Checked,
+        check=_integer(None),
+        requirement="an integer",
+        help="random seed for datasets and AIPerf",
+    )
 
 
 def workload_from_args(
@@ -201,32 +230,60 @@ def add_cluster_arguments(
     parser: argparse.ArgumentParser, default_timeout: str, job_run_id: bool = True
 ) -> argparse._ArgumentGroup:
     group = parser.add_argument_group("cluster target (outputs with target: cluster)")
-    group.add_argument("--kubeconfig", type=Path,
-                       help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)")  # fmt: skip
+    group.add_argument(
+        "--kubeconfig",
+        type=Path,
+        help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
+    )
     group.add_argument("--context", help="kubeconfig context (default: the outputs' kubeContext)")
-    add_seconds_argument(group, "--timeout",
-                         help=f"seconds for the whole Job, from submission (default {default_timeout})")  # fmt: skip
-    add_seconds_argument(group, "--start-timeout", default=600.0,
-                         help="seconds for the Job's pod to start (default 600)")  # fmt: skip
-    group.add_argument("--image", default=POD_IMAGE,
-                       help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})")  # fmt: skip
-    group.add_argument("--pip-index-url", action=_Checked, check=check_pip_index_url,
-                       requirement="an http:// or https:// URL with a host", secret=True,
-                       metavar="URL",
-                       help="a PyPI mirror for the pod's pip (default: PyPI); a URL with "
-                       "user:password@ reaches the pod through a Secret")  # fmt: skip
+    add_seconds_argument(
+        group,
+        "--timeout",
+        help=f"seconds for the whole Job, from submission (default {default_timeout})",
+    )
+    add_seconds_argument(
+        group,
+        "--start-timeout",
+        default=600.0,
+        help="seconds for the Job's pod to start (default 600)",
+    )
+    group.add_argument(
+        "--image",
+        default=POD_IMAGE,
+        help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})",
+    )
+    group.add_argument(
+        "--pip-index-url",
+        action=_Checked,
+        check=check_pip_index_url,
+        requirement="an http:// or https:// URL with a host",
+        secret=True,
+        metavar="URL",
+        help="a PyPI mirror for the pod's pip (default: PyPI); a URL with "
+        "user:password@ reaches the pod through a Secret",
+    )
     if job_run_id:  # the A/B has a --run-id of its own, and gives each Job a fresh label value
-        group.add_argument("--run-id", dest="job_run_id", action=_Checked, metavar="RUN_ID",
-                           check=check_run_id, requirement=RUN_ID_REQUIREMENT,
-                           help="label value tying the Job, pod and Service of one run")  # fmt: skip
+        group.add_argument(
+            "--run-id",
+            dest="job_run_id",
+            action=_Checked,
+            metavar="RUN_ID",
+            check=check_run_id,
+            requirement=RUN_ID_REQUIREMENT,
+            help="label value tying the Job, pod and Service of one run",
+        )
     return group
 
 
 def add_perf_cluster_arguments(group: argparse._ArgumentGroup) -> None:
-    group.add_argument("--tokenizer",
-                       help=f"AIPerf's tokenizer in the pod (default {CLUSTER_TOKENIZER})")  # fmt: skip
-    group.add_argument("--connection-reuse", choices=["never", "pooled", "sticky-user-sessions"],
-                       help="AIPerf's connections in the pod (default never, as in the lab)")  # fmt: skip
+    group.add_argument(
+        "--tokenizer", help=f"AIPerf's tokenizer in the pod (default {CLUSTER_TOKENIZER})"
+    )
+    group.add_argument(
+        "--connection-reuse",
+        choices=["never", "pooled", "sticky-user-sessions"],
+        help="AIPerf's connections in the pod (default never, as in the lab)",
+    )
 
 
 def cluster_options(args: argparse.Namespace) -> ClusterOptions:

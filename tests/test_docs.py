@@ -43,10 +43,21 @@ def project_files(root: Path, patterns: Iterable[str]) -> list[Path]:
     """The files git would commit that match `patterns` (git pathspecs: `*` crosses folders)."""
     try:
         listed = subprocess.run(
-            ["git", "-C", str(root), "ls-files", "--cached", "--others", "--exclude-standard",
-             "-z", "--", *patterns],
-            capture_output=True, check=True,
-        ).stdout.decode()  # fmt: skip
+            [
+                "git",
+                "-C",
+                str(root),
+                "ls-files",
+                "--cached",
+                "--others",
+                "--exclude-standard",
+                "-z",
+                "--",
+                *patterns,
+            ],
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
     except (OSError, subprocess.CalledProcessError):
         pytest.fail(f"git cannot list the files of {root}")
     return sorted({root / name for name in listed.split("\0") if name and (root / name).is_file()})

@@ -79,9 +79,25 @@ def test_archive_push_dry_run_takes_the_engines_outputs(
     results = tmp_path / "perf"
     results.mkdir()
     (results / "results.json").write_text("{}\n")
-    argv = ["archive", "push", "--bucket", "results", "--stack", stack, "--stage", "perf",
-            "--outputs", str(outputs_file), "--dir", str(results), "--run-id", "r1",
-            "--commit", "0" * 40, "--dry-run"]  # fmt: skip
+    argv = [
+        "archive",
+        "push",
+        "--bucket",
+        "results",
+        "--stack",
+        stack,
+        "--stage",
+        "perf",
+        "--outputs",
+        str(outputs_file),
+        "--dir",
+        str(results),
+        "--run-id",
+        "r1",
+        "--commit",
+        "0" * 40,
+        "--dry-run",
+    ]
 
     assert main(argv) == 0
     keys = capsys.readouterr().out.split()

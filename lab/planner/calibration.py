@@ -177,8 +177,9 @@ def measured_times(
     if concurrency > 1:  # at 1 round robin's spread is exact, in the lab too
         rr_mean = scattered_latency_ms(rr, sweep.workers, sweep.questions, cold_extra_ms)
     latency = {RR: rr_mean, AFF: aff.request_latency_mean_ms}
-    return ServiceTimes.solve(latency, aff.ttft_p50_ms, sweep.workers, sweep.questions,
-                              sweep.output_tokens, concurrency)  # fmt: skip
+    return ServiceTimes.solve(
+        latency, aff.ttft_p50_ms, sweep.workers, sweep.questions, sweep.output_tokens, concurrency
+    )
 
 
 def calibrate(
@@ -194,9 +195,11 @@ def calibrate(
     """Reads `table`'s reference row and nothing else (the other rows are for `lab predict`)."""
     row = table.row(reference_concurrency)
     if reference_concurrency != 1:
-        say(f"note: concurrency {reference_concurrency} as the reference: the first knobs read its "
+        say(
+            f"note: concurrency {reference_concurrency} as the reference: the first knobs read its "
             "queueing as service time and the checks at that level correct them; concurrency 1 "
-            "is exact")  # fmt: skip
+            "is exact"
+        )
     targets = ServiceTimes.of_row(row, table.workers, table.questions, table.output_tokens)
     question_tokens = DEFAULT_QUESTION_TOKENS
     knobs = first_knobs(targets, question_tokens, warm_engine_ms)

@@ -83,11 +83,21 @@ def plan_capacity(
 
     def capacity(workers: int) -> float:
         if workers not in tried:
-            result = fleet_capacity(calibration, profile, base, workers, sessions_per_worker,
-                                    max_ttft_p95_ms, run, slowdown)  # fmt: skip
+            result = fleet_capacity(
+                calibration,
+                profile,
+                base,
+                workers,
+                sessions_per_worker,
+                max_ttft_p95_ms,
+                run,
+                slowdown,
+            )
             tried[workers] = result
-            say(f"{profile.value}: {workers} workers serve {result.capacity:.2f} req/s within "
-                f"TTFT p95 {max_ttft_p95_ms:g} ms")  # fmt: skip
+            say(
+                f"{profile.value}: {workers} workers serve {result.capacity:.2f} req/s within "
+                f"TTFT p95 {max_ttft_p95_ms:g} ms"
+            )
         return tried[workers].capacity
 
     first = min(calibration.workers, max_workers)

@@ -12,6 +12,10 @@
     python -m lab report                    the saved prediction's report again; runs nothing
 
 Everything goes under build/lab/predict/ unless --out says otherwise.
+
+Over 300 lines: one command line, the four planner commands, whose options are shared (the
+output folder, the calibration, the what-if workload) and checked in one place; split, each
+command would repeat them.
 """
 
 from __future__ import annotations
@@ -54,29 +58,53 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     _add_common(calibrate_parser)
     calibrate_parser.add_argument(
-        "--results", nargs=2, type=Path, metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+        "--results",
+        nargs=2,
+        type=Path,
+        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
         help="both profiles' results.json from your perf stage (default: the recipe's table)",
-    )  # fmt: skip
-    calibrate_parser.add_argument("--reference-concurrency", **positive_integer_option(MAX_CONCURRENCY), default=1,
-                                  help="the level to calibrate on (default 1: nothing queues)")  # fmt: skip
-    calibrate_parser.add_argument("--warm-engine-ms", **positive_number_option(MAX_MS),
-                                  help="engine share of a warm first token (default: the mock "
-                                  "engine's own, at speed 1)")  # fmt: skip
-    calibrate_parser.add_argument("--tolerance", **positive_number_option(1.0), default=0.02,
-                                  help="relative error accepted on each time (default 0.02)")  # fmt: skip
-    calibrate_parser.add_argument("--max-runs", **positive_integer_option(100), default=3,
-                                  help="lab checks at most (default 3)")  # fmt: skip
+    )
+    calibrate_parser.add_argument(
+        "--reference-concurrency",
+        **positive_integer_option(MAX_CONCURRENCY),
+        default=1,
+        help="the level to calibrate on (default 1: nothing queues)",
+    )
+    calibrate_parser.add_argument(
+        "--warm-engine-ms",
+        **positive_number_option(MAX_MS),
+        help="engine share of a warm first token (default: the mock engine's own, at speed 1)",
+    )
+    calibrate_parser.add_argument(
+        "--tolerance",
+        **positive_number_option(1.0),
+        default=0.02,
+        help="relative error accepted on each time (default 0.02)",
+    )
+    calibrate_parser.add_argument(
+        "--max-runs",
+        **positive_integer_option(100),
+        default=3,
+        help="lab checks at most (default 3)",
+    )
     calibrate_parser.set_defaults(handler=_calibrate)
 
     predict_parser = commands.add_parser("predict", help="the sweep's table from a calibration")
     _add_common(predict_parser)
     _add_what_if(predict_parser)
-    predict_parser.add_argument("--results", nargs=2, type=Path,
-                                metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
-                                help="a measured table to compare with (default: the recipe's, "
-                                "unless a what-if option changes the workload)")  # fmt: skip
-    predict_parser.add_argument("--check-slowdown", **positive_number_option(MAX_SLOWDOWN),
-                                help="run again this many times slower and compare")  # fmt: skip
+    predict_parser.add_argument(
+        "--results",
+        nargs=2,
+        type=Path,
+        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+        help="a measured table to compare with (default: the recipe's, "
+        "unless a what-if option changes the workload)",
+    )
+    predict_parser.add_argument(
+        "--check-slowdown",
+        **positive_number_option(MAX_SLOWDOWN),
+        help="run again this many times slower and compare",
+    )
     predict_parser.set_defaults(handler=_predict)
 
     report_parser = commands.add_parser(
@@ -86,10 +114,14 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     report_parser.add_argument(
         "--calibration", type=Path, help=f"default: <out>/{CALIBRATION_FILE}"
     )
-    report_parser.add_argument("--results", nargs=2, type=Path,
-                               metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
-                               help="the measured table to compare with (default: the recipe's, "
-                               "for the recipe's workload)")  # fmt: skip
+    report_parser.add_argument(
+        "--results",
+        nargs=2,
+        type=Path,
+        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
+        help="the measured table to compare with (default: the recipe's, "
+        "for the recipe's workload)",
+    )
     report_parser.set_defaults(handler=_report)
 
     capacity_parser = commands.add_parser("capacity", help="workers needed for req/s at a TTFT p95")
@@ -102,28 +134,39 @@ def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     capacity_parser.add_argument(
         "--max-ttft-p95-ms", **positive_number_option(MAX_MS), required=True
     )
-    capacity_parser.add_argument("--sessions-per-worker", **concurrency_option(), default=(1, 2, 4),
-                                 help="sessions per worker to try (default 1,2,4)")  # fmt: skip
-    capacity_parser.add_argument("--max-workers", **positive_integer_option(MAX_WORKERS), default=32,
-                                 help="largest fleet the lab runs (default 32)")  # fmt: skip
+    capacity_parser.add_argument(
+        "--sessions-per-worker",
+        **concurrency_option(),
+        default=(1, 2, 4),
+        help="sessions per worker to try (default 1,2,4)",
+    )
+    capacity_parser.add_argument(
+        "--max-workers",
+        **positive_integer_option(MAX_WORKERS),
+        default=32,
+        help="largest fleet the lab runs (default 32)",
+    )
     capacity_parser.set_defaults(handler=_capacity)
 
 
 def _add_out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"where files go (default {DEFAULT_OUT})")  # fmt: skip
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help=f"where files go (default {DEFAULT_OUT})"
+    )
 
 
 def _add_common(parser: argparse.ArgumentParser) -> None:
     _add_out(parser)
-    parser.add_argument("--slowdown", **positive_number_option(MAX_SLOWDOWN),
-                        help=f"run the lab this many times slower than the deployment (default: "
-                        f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)")  # fmt: skip
+    parser.add_argument(
+        "--slowdown",
+        **positive_number_option(MAX_SLOWDOWN),
+        help=f"run the lab this many times slower than the deployment (default: "
+        f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)",
+    )
 
 
 def _add_what_if(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--calibration", type=Path,
-                        help=f"default: <out>/{CALIBRATION_FILE}")  # fmt: skip
+    parser.add_argument("--calibration", type=Path, help=f"default: <out>/{CALIBRATION_FILE}")
     what_if = parser.add_argument_group("what if (default: the calibration's workload and fleet)")
     what_if.add_argument("--workers", **positive_integer_option(MAX_WORKERS))
     what_if.add_argument("--questions", **positive_integer_option(MAX_QUESTIONS))
@@ -134,10 +177,18 @@ def _add_what_if(parser: argparse.ArgumentParser) -> None:
         help="seconds (default 300)",
     )
     what_if.add_argument("--concurrency", **concurrency_option(), help="e.g. 1,2,4,8,16")
-    what_if.add_argument("--waves", **positive_number_option(), default=2.0,
-                         help="videos per level = waves x concurrency (default 2)")  # fmt: skip
-    what_if.add_argument("--turn-jitter-ms", **integer_option(0), default=0,
-                         help="pause of 0..N ms before each follow-up question (default 0)")  # fmt: skip
+    what_if.add_argument(
+        "--waves",
+        **positive_number_option(),
+        default=2.0,
+        help="videos per level = waves x concurrency (default 2)",
+    )
+    what_if.add_argument(
+        "--turn-jitter-ms",
+        **integer_option(0),
+        default=0,
+        help="pause of 0..N ms before each follow-up question (default 0)",
+    )
 
 
 def _check_out(out: Path) -> None:
@@ -159,8 +210,15 @@ def _calibrate(args: argparse.Namespace) -> int:
         )
     slowdown = args.slowdown or DEFAULT_SLOWDOWN
     runner = LabRunner(args.out / "calibration-runs")
-    calibration = calibrate(table, args.reference_concurrency, runner, slowdown,
-                            args.warm_engine_ms, args.tolerance, args.max_runs)  # fmt: skip
+    calibration = calibrate(
+        table,
+        args.reference_concurrency,
+        runner,
+        slowdown,
+        args.warm_engine_ms,
+        args.tolerance,
+        args.max_runs,
+    )
     path = calibration.save(args.out / CALIBRATION_FILE)
     print(f"calibration: {path}" + ("" if calibration.converged else " (did not converge)"))
     return 0
@@ -185,7 +243,10 @@ def _sweep(
 def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
     recipe = RECIPE_TABLE
     same = (sweep.workers, sweep.questions, sweep.output_tokens) == (
-        recipe.workers, recipe.questions, recipe.output_tokens)  # fmt: skip
+        recipe.workers,
+        recipe.questions,
+        recipe.output_tokens,
+    )
     return recipe if same and sweep.affinity_ttl_seconds == 300 else None
 
 
@@ -235,15 +296,26 @@ def _capacity(args: argparse.Namespace) -> int:
     _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     sweep = _sweep(args, calibration)
-    plan = plan_capacity(calibration, RoutingProfile(args.profile), sweep, args.target_rps,
-                         args.max_ttft_p95_ms, args.sessions_per_worker, args.max_workers,
-                         LabRunner(args.out / "capacity-runs"),
-                         args.slowdown or calibration.slowdown)  # fmt: skip
+    plan = plan_capacity(
+        calibration,
+        RoutingProfile(args.profile),
+        sweep,
+        args.target_rps,
+        args.max_ttft_p95_ms,
+        args.sessions_per_worker,
+        args.max_workers,
+        LabRunner(args.out / "capacity-runs"),
+        args.slowdown or calibration.slowdown,
+    )
     write_model(plan, args.out / f"capacity-{args.profile}.json")
     if plan.workers is None:
-        print(f"{args.profile}: no fleet up to {args.max_workers} workers serves "
-              f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms")  # fmt: skip
+        print(
+            f"{args.profile}: no fleet up to {args.max_workers} workers serves "
+            f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms"
+        )
         return 1
-    print(f"{args.profile}: {plan.workers} workers serve {args.target_rps:g} req/s within "
-          f"TTFT p95 {args.max_ttft_p95_ms:g} ms (the lab's prediction)")  # fmt: skip
+    print(
+        f"{args.profile}: {plan.workers} workers serve {args.target_rps:g} req/s within "
+        f"TTFT p95 {args.max_ttft_p95_ms:g} ms (the lab's prediction)"
+    )
     return 0

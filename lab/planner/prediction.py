@@ -63,8 +63,10 @@ class Prediction(BaseModel):
     def reassembled(self, calibration: Calibration) -> Prediction:
         """The prediction derived again from the lab's levels it keeps (after a change to the
         model or the report); runs nothing."""
-        results = {p: [LevelResult.model_validate(row.lab[p.value]) for row in self.rows]
-                   for p in (RR, AFF)}  # fmt: skip
+        results = {
+            p: [LevelResult.model_validate(row.lab[p.value]) for row in self.rows]
+            for p in (RR, AFF)
+        }
         return assemble(calibration, self.sweep, self.slowdown, results, self.reused_concurrency)
 
     def table(self) -> MeasuredTable:
@@ -188,9 +190,22 @@ def cell_errors(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellE
                 if value is None or actual is None:
                     continue
                 column = f"{profile.value} {metric}"
-                cells.append(CellError(concurrency=row.concurrency, column=column,
-                                       predicted=value, measured=actual,
-                                       error=value / actual - 1))  # fmt: skip
-        cells.append(CellError(concurrency=row.concurrency, column="gain", predicted=row.gain,
-                               measured=truth.gain, error=row.gain - truth.gain))  # fmt: skip
+                cells.append(
+                    CellError(
+                        concurrency=row.concurrency,
+                        column=column,
+                        predicted=value,
+                        measured=actual,
+                        error=value / actual - 1,
+                    )
+                )
+        cells.append(
+            CellError(
+                concurrency=row.concurrency,
+                column="gain",
+                predicted=row.gain,
+                measured=truth.gain,
+                error=row.gain - truth.gain,
+            )
+        )
     return cells

@@ -58,13 +58,17 @@ def render(
     measured: MeasuredTable | None,
     second: Prediction | None = None,
 ) -> str:
-    title = (f"# The lab's prediction ({prediction.sweep.workers} workers, run "
-             f"{prediction.slowdown:g}x slower than real time)")  # fmt: skip
+    title = (
+        f"# The lab's prediction ({prediction.sweep.workers} workers, run "
+        f"{prediction.slowdown:g}x slower than real time)"
+    )
     lines = [title, ""]
     lines += _calibration_section(calibration)
     if prediction.reused_concurrency is not None:
-        reused = (f"Concurrency {prediction.reused_concurrency} is the calibration's last "
-                  "check: the same level, knobs, videos and slowdown, not run again.")  # fmt: skip
+        reused = (
+            f"Concurrency {prediction.reused_concurrency} is the calibration's last "
+            "check: the same level, knobs, videos and slowdown, not run again."
+        )
         lines += [reused, ""]
     lines += _predicted_table(prediction.table())
     if measured is not None:
@@ -112,8 +116,7 @@ def _predicted_table(table: MeasuredTable) -> list[str]:
     header = ["Concurrency", "Gain"]
     for metric in METRICS:
         header += [f"RR {LABELS[metric][0]}", f"Affinity {LABELS[metric][0]}"]
-    lines = ["## Predicted", "", "| " + " | ".join(header) + " |",
-             "|" + "---:|" * len(header)]  # fmt: skip
+    lines = ["## Predicted", "", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     for row in table.rows:
         cells = [str(row.concurrency), f"{row.gain:+.0%}"]
         for metric in METRICS:
@@ -123,11 +126,17 @@ def _predicted_table(table: MeasuredTable) -> list[str]:
 
 
 def _comparison(cells: list[CellError], source: str, workers: int) -> list[str]:
-    lines = [f"## Against {source}", "",
-             "| Concurrency | Cell | Predicted | Measured | Error |", "|---:|---|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        f"## Against {source}",
+        "",
+        "| Concurrency | Cell | Predicted | Measured | Error |",
+        "|---:|---|---:|---:|---:|",
+    ]
     for cell in cells:
-        lines.append(f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.predicted)} "
-                     f"| {_number(cell, cell.measured)} | {_error(cell)} |")  # fmt: skip
+        lines.append(
+            f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.predicted)} "
+            f"| {_number(cell, cell.measured)} | {_error(cell)} |"
+        )
     misses = [cell for cell in cells if abs(cell.error) > GOAL]
     lines += ["", _within_goal(cells)]
     for cell in misses:
@@ -161,15 +170,23 @@ def _error(cell: CellError) -> str:
 
 
 def _cache_hits(prediction: Prediction) -> list[str]:
-    lines = ["## Round robin's cache hits", "",
-             ("Share of prompt tokens read from the cache in the lab, the share a random "
-             "scatter over the workers gives (a real cluster's round robin is not in lockstep), "
-             "and how much the prediction corrected round robin's requests/s for the difference."),
-             "", "| Concurrency | Lab | Random scatter | RR req/s corrected by |",
-             "|---:|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        "## Round robin's cache hits",
+        "",
+        (
+            "Share of prompt tokens read from the cache in the lab, the share a random "
+            "scatter over the workers gives (a real cluster's round robin is not in lockstep), "
+            "and how much the prediction corrected round robin's requests/s for the difference."
+        ),
+        "",
+        "| Concurrency | Lab | Random scatter | RR req/s corrected by |",
+        "|---:|---:|---:|---:|",
+    ]
     for row in prediction.rows:
-        lines.append(f"| {row.concurrency} | {row.round_robin_cache_hits:.1%} | "
-                     f"{row.scatter_cache_hits:.1%} | {row.round_robin_scatter_correction:+.1%} |")  # fmt: skip
+        lines.append(
+            f"| {row.concurrency} | {row.round_robin_cache_hits:.1%} | "
+            f"{row.scatter_cache_hits:.1%} | {row.round_robin_scatter_correction:+.1%} |"
+        )
     return [*lines, ""]
 
 
@@ -189,14 +206,22 @@ def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
         f"at {first.slowdown:g}x the lab's own time (which does not slow down) still counts in "
         f"them; the slower run is the better estimate."
     )
-    lines = [f"## Running {second.slowdown:g}x instead of {first.slowdown:g}x slower", "",
-             (f"The largest change of any cell: {_label(worst.column)} at concurrency "
-             f"{worst.concurrency}, {_error(worst)}. {verdict}"), "",
-             "| Concurrency | Cell | At " + f"{first.slowdown:g}x | At {second.slowdown:g}x | Change |",
-             "|---:|---|---:|---:|---:|"]  # fmt: skip
+    lines = [
+        f"## Running {second.slowdown:g}x instead of {first.slowdown:g}x slower",
+        "",
+        (
+            f"The largest change of any cell: {_label(worst.column)} at concurrency "
+            f"{worst.concurrency}, {_error(worst)}. {verdict}"
+        ),
+        "",
+        "| Concurrency | Cell | At " + f"{first.slowdown:g}x | At {second.slowdown:g}x | Change |",
+        "|---:|---|---:|---:|---:|",
+    ]
     for cell in cells:
-        lines.append(f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.measured)} "
-                     f"| {_number(cell, cell.predicted)} | {_error(cell)} |")  # fmt: skip
+        lines.append(
+            f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.measured)} "
+            f"| {_number(cell, cell.predicted)} | {_error(cell)} |"
+        )
     return [*lines, ""]
 
 
@@ -205,19 +230,31 @@ def summary(cells: list[CellError]) -> list[str]:
     every level has, then the cells only some levels have."""
     levels = sorted({cell.concurrency for cell in cells})
     by_place = {(cell.concurrency, cell.column): cell for cell in cells}
-    columns = [c for c in dict.fromkeys(cell.column for cell in cells)
-               if all((level, c) in by_place for level in levels)]  # fmt: skip
-    lines = _wide(["Concurrency", *(_heading(column) for column in columns)],
-                  [[str(level), *(_versus(by_place[level, c]) for c in columns)]
-                   for level in levels])  # fmt: skip
+    columns = [
+        c
+        for c in dict.fromkeys(cell.column for cell in cells)
+        if all((level, c) in by_place for level in levels)
+    ]
+    lines = _wide(
+        ["Concurrency", *(_heading(column) for column in columns)],
+        [[str(level), *(_versus(by_place[level, c]) for c in columns)] for level in levels],
+    )
     extra = [cell for cell in cells if cell.column not in columns]
     metrics = list(dict.fromkeys(cell.column.split(" ")[1] for cell in extra))
     places = list(dict.fromkeys((cell.concurrency, cell.column.split(" ")[0]) for cell in extra))
     if places:
-        rows = [[f"{level}, {SHORT[profile]}",
-                 *(_versus(by_place[level, f"{profile} {m}"])
-                   if (level, f"{profile} {m}") in by_place else "–" for m in metrics)]
-                for level, profile in places]  # fmt: skip
+        rows = [
+            [
+                f"{level}, {SHORT[profile]}",
+                *(
+                    _versus(by_place[level, f"{profile} {m}"])
+                    if (level, f"{profile} {m}") in by_place
+                    else "–"
+                    for m in metrics
+                ),
+            ]
+            for level, profile in places
+        ]
         lines += ["", *_wide(["Concurrency, profile", *(LABELS[m][0] for m in metrics)], rows)]
     return [*lines, "", _within_goal(cells)]
 
@@ -232,5 +269,8 @@ def _versus(cell: CellError) -> str:
 
 
 def _wide(header: list[str], rows: list[list[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header),
-            *("| " + " | ".join(row) + " |" for row in rows)]  # fmt: skip
+    return [
+        "| " + " | ".join(header) + " |",
+        "|" + "---:|" * len(header),
+        *("| " + " | ".join(row) + " |" for row in rows),
+    ]

@@ -56,18 +56,27 @@ def say(message: str) -> None:
 
 def add_run_arguments(parser: argparse.ArgumentParser, default_out: Path) -> None:
     """What every A/B command takes: which run, where its files go, and whether to keep graphs."""
-    parser.add_argument("--run-id",
-                        help="the run to start or continue (default: a new one, UTC time + commit)")  # fmt: skip
-    parser.add_argument("--keep", action="store_true",
-                        help="leave every graph deployed, even after a failure (default: take each down)")  # fmt: skip
-    parser.add_argument("--out", type=Path, default=default_out,
-                        help=f"directory for the run's files (default {default_out})")  # fmt: skip
+    parser.add_argument(
+        "--run-id", help="the run to start or continue (default: a new one, UTC time + commit)"
+    )
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="leave every graph deployed, even after a failure (default: take each down)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=default_out,
+        help=f"directory for the run's files (default {default_out})",
+    )
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser, DEFAULT_OUT)
-    parser.add_argument("--gpus", type=int,
-                        help="GPUs the graphs may use (default: what the cluster's nodes offer)")  # fmt: skip
+    parser.add_argument(
+        "--gpus", type=int, help="GPUs the graphs may use (default: what the cluster's nodes offer)"
+    )
     parser.add_argument(
         "--rehearse",
         action="store_true",
@@ -80,18 +89,33 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         metavar="BUCKET",
         help="where results and the report go (required unless --rehearse)",
     )
-    archive.add_argument("--archive-endpoint", metavar="URL",
-                         help="S3-compatible endpoint, or file:///dir for a local directory")  # fmt: skip
+    archive.add_argument(
+        "--archive-endpoint",
+        metavar="URL",
+        help="S3-compatible endpoint, or file:///dir for a local directory",
+    )
     archive.add_argument("--archive-prefix", default=DEFAULT_PREFIX)
     stacks = parser.add_argument_group("stacks (Pulumi Automation API; the `pulumi` on PATH)")
-    stacks.add_argument("--org", default=os.environ.get("PULUMI_ORG"),
-                        help="organization that owns the stacks (default: $PULUMI_ORG; DIY: organization)")  # fmt: skip
+    stacks.add_argument(
+        "--org",
+        default=os.environ.get("PULUMI_ORG"),
+        help="organization that owns the stacks (default: $PULUMI_ORG; DIY: organization)",
+    )
     stacks.add_argument("--layer-stack", default=LAYER_STACK)
-    stacks.add_argument("--policy-pack", action="append", default=[], metavar="PACK",
-                        help="CrossGuard pack for every preview and update (e.g. policy/analyzer)")  # fmt: skip
-    stacks.add_argument("--stacks", nargs=2, metavar="STACK",
-                        default=list(PROFILE_STACKS.values()),
-                        help="the round-robin and the session-affinity stack")  # fmt: skip
+    stacks.add_argument(
+        "--policy-pack",
+        action="append",
+        default=[],
+        metavar="PACK",
+        help="CrossGuard pack for every preview and update (e.g. policy/analyzer)",
+    )
+    stacks.add_argument(
+        "--stacks",
+        nargs=2,
+        metavar="STACK",
+        default=list(PROFILE_STACKS.values()),
+        help="the round-robin and the session-affinity stack",
+    )
     add_workload_arguments(parser)
     cluster = add_cluster_arguments(parser, default_timeout="14400 (4 h)", job_run_id=False)
     add_perf_cluster_arguments(cluster)

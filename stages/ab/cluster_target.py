@@ -56,8 +56,10 @@ class ClusterAbTarget:
         try:
             outputs = StackOutputs.model_validate(self.stacks.outputs(stack))
         except (DeployError, OutputsError, ValueError):
-            say(f"{stack}: no outputs of an earlier update; assuming the recipe's graph of "
-                f"{RECIPE_GRAPH_GPUS} GPUs")  # fmt: skip
+            say(
+                f"{stack}: no outputs of an earlier update; assuming the recipe's graph of "
+                f"{RECIPE_GRAPH_GPUS} GPUs"
+            )
             return RECIPE_GRAPH_GPUS
         return outputs.graph_gpus
 

@@ -237,8 +237,10 @@ def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: 
                 raise AbandonRun(
                     f"`pulumi destroy --yes --stack {target.stack(profile)}` takes its graph down"
                 ) from None
-            say(f"{profile.value}: interrupted; taking its graph down all the same "
-                "(Ctrl-C again exits at once)")  # fmt: skip
+            say(
+                f"{profile.value}: interrupted; taking its graph down all the same "
+                "(Ctrl-C again exits at once)"
+            )
 
 
 def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> bool:

@@ -8,6 +8,10 @@
 
 Credentials, and unless given the endpoint and region, come from the standard AWS environment
 or profile. Exit status: 0 done, 1 the archive refused or failed (one line on stderr), 2 usage.
+
+Over 300 lines: one command line, the archive's five subcommands, which share the store's
+options, the bucket and segment checks and one error path; each subcommand is a parser
+function and a handler of a few lines.
 """
 
 from __future__ import annotations
@@ -57,8 +61,10 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
     endpoint (a URL may carry credentials)."""
     named = {f: f"--{f.replace('_', '-')}" for f in ArchiveLocation.model_fields} | dict(options)
     if not BUCKET_PATTERN.fullmatch(str(fields.get("bucket"))):
-        raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: 3 to 63 letters, "
-                                "digits, `.`, `_`, `-`, starting and ending with a letter or digit")  # fmt: skip
+        raise ArchiveUsageError(
+            f"{named['bucket']} must be a bucket name: 3 to 63 letters, "
+            "digits, `.`, `_`, `-`, starting and ending with a letter or digit"
+        )
     try:
         return ArchiveLocation.model_validate(fields)
     except ValidationError as error:
@@ -90,8 +96,13 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Execute parsed arguments; any refusal or failure is one line on stderr, never a trace."""
-    handlers = {"push": _push, "list": _list, "pull": _pull, "incomplete": _incomplete,
-                "clean": _clean}  # fmt: skip
+    handlers = {
+        "push": _push,
+        "list": _list,
+        "pull": _pull,
+        "incomplete": _incomplete,
+        "clean": _clean,
+    }
     try:
         handlers[args.archive_command](args)
     except ArchiveError as error:
@@ -150,19 +161,32 @@ def _store_options() -> argparse.ArgumentParser:
 
 def _add_push_arguments(push: argparse.ArgumentParser) -> None:
     push.add_argument("--stack", required=True, type=segment, help="Pulumi stack (short name)")
-    push.add_argument("--outputs", required=True, type=Path,
-                      help="stack outputs JSON the stage ran against (`pulumi stack output --json`)")  # fmt: skip
+    push.add_argument(
+        "--outputs",
+        required=True,
+        type=Path,
+        help="stack outputs JSON the stage ran against (`pulumi stack output --json`)",
+    )
     push.add_argument("--stage", required=True, choices=STAGES)
     push.add_argument("--dir", required=True, type=Path, help="result directory to store")
-    push.add_argument("--run-id", type=segment,
-                      help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)")  # fmt: skip
+    push.add_argument(
+        "--run-id",
+        type=segment,
+        help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)",
+    )
     push.add_argument("--commit", help="git commit (default: `git rev-parse HEAD`)")
     mode = push.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true",
-                      help="scan the files and print the keys a push would write; contact no store")  # fmt: skip
-    mode.add_argument("--resume", action="store_true",
-                      help="finish an interrupted push of --run-id from the same directory: keep "
-                      "the files stored that match, upload the rest, then the manifest")  # fmt: skip
+    mode.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="scan the files and print the keys a push would write; contact no store",
+    )
+    mode.add_argument(
+        "--resume",
+        action="store_true",
+        help="finish an interrupted push of --run-id from the same directory: keep "
+        "the files stored that match, upload the rest, then the manifest",
+    )
 
 
 def _add_list_arguments(listing: argparse.ArgumentParser) -> None:
@@ -178,8 +202,9 @@ def _add_pull_arguments(pull: argparse.ArgumentParser) -> None:
     which = pull.add_mutually_exclusive_group(required=True)
     which.add_argument("--run-id", type=segment, help="the run to download")
     which.add_argument("--latest", action="store_true", help="the newest run")
-    pull.add_argument("--dest", required=True, type=Path,
-                      help="new or empty directory for the files")  # fmt: skip
+    pull.add_argument(
+        "--dest", required=True, type=Path, help="new or empty directory for the files"
+    )
 
 
 def _add_incomplete_arguments(incomplete: argparse.ArgumentParser) -> None:
@@ -191,9 +216,14 @@ def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
     clean.add_argument("--profile", required=True, choices=PROFILES)
     clean.add_argument("--run-id", required=True, type=segment, help="the incomplete run")
     clean.add_argument("--stage", required=True, choices=STAGES)
-    clean.add_argument("--older-than", type=_minutes, default=DEFAULT_MIN_AGE, metavar="MINUTES",
-                       help="only if nothing of the run was written in the last MINUTES, since "
-                       f"a push may still be running (default: {DEFAULT_MINUTES:g}; 0 to skip)")  # fmt: skip
+    clean.add_argument(
+        "--older-than",
+        type=_minutes,
+        default=DEFAULT_MIN_AGE,
+        metavar="MINUTES",
+        help="only if nothing of the run was written in the last MINUTES, since "
+        f"a push may still be running (default: {DEFAULT_MINUTES:g}; 0 to skip)",
+    )
     clean.add_argument("--dry-run", action="store_true", help="print the keys; delete nothing")
 
 
@@ -233,8 +263,10 @@ def _push(args: argparse.Namespace) -> None:
         if outcome.already_complete:
             print(f"{where} was already complete with the files of {args.dir}: nothing uploaded")
         else:
-            print(f"archived {len(outcome.record.files)} files of {args.dir} as {where} "
-                  f"({outcome.kept} kept from the interrupted push, {outcome.uploaded} uploaded)")  # fmt: skip
+            print(
+                f"archived {len(outcome.record.files)} files of {args.dir} as {where} "
+                f"({outcome.kept} kept from the interrupted push, {outcome.uploaded} uploaded)"
+            )
     print(f"run id: {record.run_id}")
 
 
@@ -242,10 +274,17 @@ def _list(args: argparse.Namespace) -> None:
     runs = list_runs(_location(args), args.stack, args.profile, args.stage)
     header = ("created (UTC)", "stack", "profile", "stage", "run id", "commit", "files")
     rows = [
-        (f"{run.created_at:%Y-%m-%d %H:%M:%S}", run.stack, run.profile.value, run.stage.value,
-         run.run_id, run.commit[:12], str(len(run.files)))
+        (
+            f"{run.created_at:%Y-%m-%d %H:%M:%S}",
+            run.stack,
+            run.profile.value,
+            run.stage.value,
+            run.run_id,
+            run.commit[:12],
+            str(len(run.files)),
+        )
         for run in runs
-    ]  # fmt: skip
+    ]
     _print_table(header, rows, empty="(no complete runs)")
 
 
@@ -264,22 +303,36 @@ def _incomplete(args: argparse.Namespace) -> None:
     runs = list_incomplete_runs(_location(args), args.stack)
     header = ("last written (UTC)", "stack", "profile", "stage", "run id", "objects", "bytes")
     rows = [
-        (f"{run.last_written:%Y-%m-%d %H:%M:%S}", run.place.stack, run.place.profile,
-         run.place.stage, run.place.run_id, str(run.objects), str(run.size))
+        (
+            f"{run.last_written:%Y-%m-%d %H:%M:%S}",
+            run.place.stack,
+            run.place.profile,
+            run.place.stage,
+            run.place.run_id,
+            str(run.objects),
+            str(run.size),
+        )
         for run in runs
-    ]  # fmt: skip
+    ]
     _print_table(header, rows, empty="(no incomplete runs)")
     if runs:
-        print("finish one with `archive push --resume --run-id R` (the push's other arguments) "
-              "or delete it with `archive clean --stack S --profile P --run-id R --stage X`")  # fmt: skip
+        print(
+            "finish one with `archive push --resume --run-id R` (the push's other arguments) "
+            "or delete it with `archive clean --stack S --profile P --run-id R --stage X`"
+        )
 
 
 def _clean(args: argparse.Namespace) -> None:
     location = _location(args)
     keys = clean_incomplete_run(
-        location, args.stack, args.profile, args.run_id, args.stage,
-        min_age=args.older_than, dry_run=args.dry_run,
-    )  # fmt: skip
+        location,
+        args.stack,
+        args.profile,
+        args.run_id,
+        args.stage,
+        min_age=args.older_than,
+        dry_run=args.dry_run,
+    )
     run = f"{args.stack}/{args.profile}/{args.run_id}/{args.stage}"
     if args.dry_run:
         for key in keys:

@@ -72,8 +72,12 @@ class RunPlace:
     def checked(cls, stack: str, profile: str, run_id: str, stage: str) -> RunPlace:
         """A place from user input: each part must be one key segment, so that no prefix built
         from it reaches into another run."""
-        for what, value in [("stack", stack), ("profile", profile), ("run id", run_id),
-                            ("stage", stage)]:  # fmt: skip
+        for what, value in [
+            ("stack", stack),
+            ("profile", profile),
+            ("run id", run_id),
+            ("stage", stage),
+        ]:
             if not re.fullmatch(SEGMENT_PATTERN, value):
                 raise ArchiveError(
                     f"{what} {value!r} is not a key segment (letters, digits, `.`, `_`, `-`)"

@@ -37,6 +37,7 @@ def aiperf_profile_args(
     per video carries the profile's session header only when the outputs name one (affinity on);
     without it AIPerf sends its own X-Correlation-ID only, which the Dynamo router ignores.
     """
+    # Laid out by hand (formatter skipped): a command line, each option beside its value.
     args = [
         "profile",
         "--model", outputs.served_model,

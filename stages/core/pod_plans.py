@@ -182,9 +182,14 @@ def _perf_level(
     dataset = dataset_path(place, concurrency)
     artifact_dir = dataset.parent / "aiperf"
     argv = aiperf_profile_args(
-        outputs, workload, concurrency, dataset, artifact_dir,
-        settings.tokenizer, settings.connection_reuse,
-    )  # fmt: skip
+        outputs,
+        workload,
+        concurrency,
+        dataset,
+        artifact_dir,
+        settings.tokenizer,
+        settings.connection_reuse,
+    )
     return {
         "concurrency": concurrency,
         "requests": workload.requests_per_level,

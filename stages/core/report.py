@@ -58,16 +58,24 @@ def headline_table(pair: ABPair) -> list[str]:
     rows = []
     for c in pair.concurrencies:
         rr, aff = pair.levels(c)
-        rows.append([
-            str(c),
-            format_rate(rr.requests_per_second),
-            format_rate(aff.requests_per_second),
-            format_gain(gain_percent(rr.requests_per_second, aff.requests_per_second)),
-            format_ms(rr.ttft_p50_ms),
-            format_ms(aff.ttft_p50_ms),
-        ])  # fmt: skip
-    header = ["Concurrency", "Round-robin req/s", "Affinity req/s", "Throughput gain",
-              "Round-robin TTFT p50", "Affinity TTFT p50"]  # fmt: skip
+        rows.append(
+            [
+                str(c),
+                format_rate(rr.requests_per_second),
+                format_rate(aff.requests_per_second),
+                format_gain(gain_percent(rr.requests_per_second, aff.requests_per_second)),
+                format_ms(rr.ttft_p50_ms),
+                format_ms(aff.ttft_p50_ms),
+            ]
+        )
+    header = [
+        "Concurrency",
+        "Round-robin req/s",
+        "Affinity req/s",
+        "Throughput gain",
+        "Round-robin TTFT p50",
+        "Affinity TTFT p50",
+    ]
     return _table(header, rows)
 
 
@@ -75,18 +83,34 @@ def detail_table(pair: ABPair) -> list[str]:
     rows = []
     for c in pair.concurrencies:
         rr, aff = pair.levels(c)
-        rows.append([
-            str(c),
-            format_ms(rr.ttft_p95_ms), format_ms(aff.ttft_p95_ms),
-            format_ms(rr.request_latency_p50_ms), format_ms(aff.request_latency_p50_ms),
-            format_tokens_rate(rr.output_tokens_per_second),
-            format_tokens_rate(aff.output_tokens_per_second),
-            format_ratio(rr.cache_hit_ratio), format_ratio(aff.cache_hit_ratio),
-            f"{rr.request_count}/{rr.error_count}", f"{aff.request_count}/{aff.error_count}",
-        ])  # fmt: skip
-    header = ["Concurrency", "RR TTFT p95", "Aff. TTFT p95", "RR latency p50", "Aff. latency p50",
-              "RR output tok/s", "Aff. output tok/s", "RR cache hits", "Aff. cache hits",
-              "RR requests/errors", "Aff. requests/errors"]  # fmt: skip
+        rows.append(
+            [
+                str(c),
+                format_ms(rr.ttft_p95_ms),
+                format_ms(aff.ttft_p95_ms),
+                format_ms(rr.request_latency_p50_ms),
+                format_ms(aff.request_latency_p50_ms),
+                format_tokens_rate(rr.output_tokens_per_second),
+                format_tokens_rate(aff.output_tokens_per_second),
+                format_ratio(rr.cache_hit_ratio),
+                format_ratio(aff.cache_hit_ratio),
+                f"{rr.request_count}/{rr.error_count}",
+                f"{aff.request_count}/{aff.error_count}",
+            ]
+        )
+    header = [
+        "Concurrency",
+        "RR TTFT p95",
+        "Aff. TTFT p95",
+        "RR latency p50",
+        "Aff. latency p50",
+        "RR output tok/s",
+        "Aff. output tok/s",
+        "RR cache hits",
+        "Aff. cache hits",
+        "RR requests/errors",
+        "Aff. requests/errors",
+    ]
     return _table(header, rows)
 
 
@@ -150,8 +174,10 @@ def incomplete_lines(pair: ABPair) -> list[str]:
             lines.append(f"> **{name}: incomplete sweep** (levels {done} only): {results.failure}")
         errors = sum(level.error_count for level in results.levels)
         if errors:
-            lines.append(f"> **{name}: {errors} requests failed**; their levels' numbers count "
-                         "only the requests that completed")  # fmt: skip
+            lines.append(
+                f"> **{name}: {errors} requests failed**; their levels' numbers count "
+                "only the requests that completed"
+            )
     return [*lines, ""] if lines else []
 
 
@@ -184,13 +210,22 @@ def render_chart(pair: ABPair, path: Path) -> Path:
         line = ttft.plot(
             concurrencies, [lvl.ttft_p50_ms for lvl in levels], marker="o", label=f"{label} p50"
         )
-        ttft.plot(concurrencies, [lvl.ttft_p95_ms for lvl in levels], linestyle="--",
-                  color=line[0].get_color(), label=f"{label} p95")  # fmt: skip
+        ttft.plot(
+            concurrencies,
+            [lvl.ttft_p95_ms for lvl in levels],
+            linestyle="--",
+            color=line[0].get_color(),
+            label=f"{label} p95",
+        )
         cache.plot(
             concurrencies, [100 * lvl.cache_hit_ratio for lvl in levels], marker="o", label=label
         )
-    cache.axhline(100 * pair.affinity.workload.affinity_hit_limit, color="grey", linestyle=":",
-                  label="affinity limit")  # fmt: skip
+    cache.axhline(
+        100 * pair.affinity.workload.affinity_hit_limit,
+        color="grey",
+        linestyle=":",
+        label="affinity limit",
+    )
     for axis, title, unit in (
         (throughput, "Throughput", "requests/s"),
         (ttft, "Time to first token", "ms"),

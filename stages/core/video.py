@@ -16,6 +16,7 @@ SIZE = "640x360"
 def ffmpeg_args(out: Path, pattern: str = "testsrc") -> list[str]:
     """Arguments after the ffmpeg executable; `pattern` is an FFmpeg test source (testsrc, ...)."""
     source = f"{pattern}=duration={DURATION_SECONDS}:size={SIZE}:rate={FRAMES_PER_SECOND}"
+    # Laid out by hand (formatter skipped): a command line, each option beside its value.
     return [
         "-hide_banner", "-loglevel", "error", "-y",
         "-f", "lavfi", "-i", source,

@@ -118,8 +118,10 @@ def run_aiperf(config: dict[str, Any], level: dict[str, Any]) -> None:
                 time.sleep(0.5)
                 if time.monotonic() >= next_beat:
                     done = count_lines(artifact_dir / RECORDS_FILE)
-                    say(f"  {label}: {done}/{level['requests']} requests done after "
-                        f"{time.monotonic() - started:.0f} s")  # fmt: skip
+                    say(
+                        f"  {label}: {done}/{level['requests']} requests done after "
+                        f"{time.monotonic() - started:.0f} s"
+                    )
                     next_beat += heartbeat
         status = aiperf.exit_code()
     exported = (artifact_dir / AIPERF_EXPORT_JSON).is_file()

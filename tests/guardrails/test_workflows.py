@@ -190,9 +190,11 @@ def test_the_site_config_script_sets_the_key_through_stdin(tmp_path: Path) -> No
     fake.chmod(0o755)
     secret = "nvapi-" + "site-config-test-value"
     env = {
-        "PATH": f"{fake.parent}:/usr/bin:/bin", "KUBE_CONTEXT": "h200",
-        "MODEL_CACHE_STORAGE_CLASS": "rwx", "NGC_API_KEY": secret,
-    }  # fmt: skip
+        "PATH": f"{fake.parent}:/usr/bin:/bin",
+        "KUBE_CONTEXT": "h200",
+        "MODEL_CACHE_STORAGE_CLASS": "rwx",
+        "NGC_API_KEY": secret,
+    }
     script = str(ROOT / "scripts" / "site-config.sh")
 
     for stack in ("acme/cosmos3-nano-reasoner/shared", "acme/cosmos3-nano-reasoner/round-robin"):

@@ -17,8 +17,13 @@ REPO = Path(__file__).resolve().parents[2]
 def run_lab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lab", *args],
-        cwd=REPO, capture_output=True, text=True, timeout=60, env=env, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        check=False,
+    )
 
 
 @pytest.mark.parametrize("command", ["ab", "up"])

@@ -15,9 +15,14 @@ REPO = Path(__file__).resolve().parents[2]
 
 def run_setup(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", "lab/setup.sh"], cwd=REPO, capture_output=True, text=True, timeout=900,
-        env=os.environ | env, check=False,
-    )  # fmt: skip
+        ["bash", "lab/setup.sh"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        env=os.environ | env,
+        check=False,
+    )
 
 
 def test_an_unusable_python_fails_with_a_clear_message(tmp_path: Path) -> None:
@@ -62,9 +67,14 @@ watch_pip $! demo-venv "$log" 2 $SECONDS
 def watch_fake_pip(tmp_path: Path, status: int) -> subprocess.CompletedProcess[str]:
     script = f"source lab/setup.sh\nlog={tmp_path}/pip.log\nstatus={status}\n{FAKE_PIP}"
     return subprocess.run(
-        ["bash", "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60,
-        env=os.environ | {"PROGRESS_SECONDS": "1"}, check=False,
-    )  # fmt: skip
+        ["bash", "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=os.environ | {"PROGRESS_SECONDS": "1"},
+        check=False,
+    )
 
 
 def test_an_install_says_how_far_it_got_and_how_long_it_took(tmp_path: Path) -> None:

@@ -26,8 +26,11 @@ REPO = Path(__file__).resolve().parents[2]
 def test_every_stage_has_help(stage: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "stages", stage, "--help"],
-        cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith(f"usage: python -m stages {stage}")
@@ -127,10 +130,16 @@ def test_report_from_two_results_files(tmp_path: Path, capsys: pytest.CaptureFix
     for name in ("results-round-robin.json", "results-session-affinity.json"):
         shutil.copy(FIXTURES / name, tmp_path / name)
 
-    status = main([
-        "report", "--results", str(tmp_path / "results-session-affinity.json"),
-        str(tmp_path / "results-round-robin.json"), "--out", str(tmp_path / "report"),
-    ])  # fmt: skip
+    status = main(
+        [
+            "report",
+            "--results",
+            str(tmp_path / "results-session-affinity.json"),
+            str(tmp_path / "results-round-robin.json"),
+            "--out",
+            str(tmp_path / "report"),
+        ]
+    )
 
     assert status == 0
     assert "| Concurrency | Round-robin req/s" in capsys.readouterr().out
@@ -271,7 +280,9 @@ def test_binary_outputs_on_stdin_exit_2(
 
 
 def test_unreadable_results_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(["report", "--results", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "r")])  # fmt: skip
+    status = main(
+        ["report", "--results", str(tmp_path), str(tmp_path), "--out", str(tmp_path / "r")]
+    )
 
     assert status == 2
     assert f"--results: {tmp_path} is a directory, not a results file" in capsys.readouterr().err
@@ -327,8 +338,21 @@ def test_an_ab_sweep_too_big_for_a_cluster_is_refused_before_any_stack_is_touche
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no `pulumi` at all: none may be asked
-    status = main(["ab", "--archive-bucket", "results", "--org", "acme", "--gpus", "16",
-                   "--videos", "2000", "--concurrency", "1,2"])  # fmt: skip
+    status = main(
+        [
+            "ab",
+            "--archive-bucket",
+            "results",
+            "--org",
+            "acme",
+            "--gpus",
+            "16",
+            "--videos",
+            "2000",
+            "--concurrency",
+            "1,2",
+        ]
+    )
 
     assert status == 2
     assert "reduce --videos or the levels" in capsys.readouterr().err

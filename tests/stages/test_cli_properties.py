@@ -70,11 +70,45 @@ def run(argv: list[str]) -> tuple[int, str]:
 # --- hostile values ------------------------------------------------------------------------------
 
 NASTY = [
-    "0", "-1", "-0", "", " ", ",", ",,", "1,1", "1,,2", "1;2", "1 2", "1e3", "0x10", "1_000",
-    "nan", "inf", "-inf", "1.5", "9" * 5000, "\u0663", "\uff11", "\x00", "\n", "' OR 1=1",
-    "${HOME}", "../..", "/", "a/b", "-", "--videos", "\u202e", "\U0001f4a5", "999999999999999999999",
-    "http://[::1", "http://[::1]:8000", "http://localhost:8000", "http://:0", "http://h:99999",
-]  # fmt: skip
+    "0",
+    "-1",
+    "-0",
+    "",
+    " ",
+    ",",
+    ",,",
+    "1,1",
+    "1,,2",
+    "1;2",
+    "1 2",
+    "1e3",
+    "0x10",
+    "1_000",
+    "nan",
+    "inf",
+    "-inf",
+    "1.5",
+    "9" * 5000,
+    "\u0663",
+    "\uff11",
+    "\x00",
+    "\n",
+    "' OR 1=1",
+    "${HOME}",
+    "../..",
+    "/",
+    "a/b",
+    "-",
+    "--videos",
+    "\u202e",
+    "\U0001f4a5",
+    "999999999999999999999",
+    "http://[::1",
+    "http://[::1]:8000",
+    "http://localhost:8000",
+    "http://:0",
+    "http://h:99999",
+]
 numbers = st.integers(min_value=-(10**20), max_value=10**20).map(str)
 small_numbers = st.integers(min_value=-3, max_value=40).map(str)
 separated = st.lists(st.integers(min_value=-2, max_value=20), max_size=6).flatmap(
@@ -93,10 +127,24 @@ values = st.one_of(
     st.sampled_from(NASTY), numbers, small_numbers, separated, urls, st.text(max_size=20)
 )
 
-WORKLOAD = ["--videos", "--questions", "--output-tokens", "--concurrency", "--prefix-tokens",
-            "--turn-jitter-ms", "--seed"]  # fmt: skip
-CLUSTER = ["--wait-seconds", "--timeout", "--start-timeout", "--run-id", "--pip-index-url",
-           "--image", "--context"]  # fmt: skip
+WORKLOAD = [
+    "--videos",
+    "--questions",
+    "--output-tokens",
+    "--concurrency",
+    "--prefix-tokens",
+    "--turn-jitter-ms",
+    "--seed",
+]
+CLUSTER = [
+    "--wait-seconds",
+    "--timeout",
+    "--start-timeout",
+    "--run-id",
+    "--pip-index-url",
+    "--image",
+    "--context",
+]
 PERF_CLUSTER = ["--tokenizer", "--connection-reuse"]
 
 
@@ -134,9 +182,11 @@ def test_any_command_line_ends_with_a_documented_status_naming_the_option(
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=10),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
     max_leaves=10,
-)  # fmt: skip
+)
 CONTRACT = cluster_outputs(RoutingProfile.SESSION_AFFINITY).to_json_dict()
 
 
@@ -154,13 +204,35 @@ def broken_contracts(draw: st.DrawFn) -> dict[str, Any]:
 
 
 URL_KEYS = ["frontendUrl", "modelsUrl"]
-TEXT_KEYS = ["namespace", "graphName", "frontendService", "servedModel", "modelCacheClaim",
-             "portForwardCommand", "kubeContext"]  # fmt: skip
+TEXT_KEYS = [
+    "namespace",
+    "graphName",
+    "frontendService",
+    "servedModel",
+    "modelCacheClaim",
+    "portForwardCommand",
+    "kubeContext",
+]
 NUMBER_KEYS = ["frontendPort", "workerReplicas", "workerGpus"]
-hostile_urls = st.sampled_from(
-    ["http://[::1", "http://[", "http://h:99999", "http://:0", "http://localhost:8000", "",
-     "not a url", "http://[::1]:8000/v1", "http://u:p@h", "http://h/\n", "//h", "http:///x"]
-) | urls  # fmt: skip
+hostile_urls = (
+    st.sampled_from(
+        [
+            "http://[::1",
+            "http://[",
+            "http://h:99999",
+            "http://:0",
+            "http://localhost:8000",
+            "",
+            "not a url",
+            "http://[::1]:8000/v1",
+            "http://u:p@h",
+            "http://h/\n",
+            "//h",
+            "http:///x",
+        ]
+    )
+    | urls
+)
 hostile_text = st.sampled_from(NASTY) | urls | st.text(max_size=30)
 
 
@@ -169,8 +241,11 @@ def typed_contracts(draw: st.DrawFn) -> dict[str, Any]:
     """The contract with hostile values of the right types (each key kept or replaced): what
     passes the contract reaches the stage's builders."""
     outputs = dict(CONTRACT)
-    for keys, hostile in [(URL_KEYS, hostile_urls), (TEXT_KEYS, hostile_text),
-                          (NUMBER_KEYS, st.integers(min_value=-(2**70), max_value=2**70))]:  # fmt: skip
+    for keys, hostile in [
+        (URL_KEYS, hostile_urls),
+        (TEXT_KEYS, hostile_text),
+        (NUMBER_KEYS, st.integers(min_value=-(2**70), max_value=2**70)),
+    ]:
         for key in keys:
             outputs[key] = draw(st.just(outputs[key]) | hostile)
     if draw(st.booleans()):
@@ -226,8 +301,10 @@ def test_a_cluster_run_of_any_usable_outputs_ends_with_a_documented_status(
     out = files / f"out-{uuid.uuid4().hex}"
 
     with mock.patch.object(cluster_run, "connect", lambda outputs, opts: FakeCluster(frames)):
-        status, err = run([stage, "--outputs", str(path), *options, "--start-timeout=0"]
-                          + ([f"--out={out}"] if stage == "perf" else []))  # fmt: skip
+        status, err = run(
+            [stage, "--outputs", str(path), *options, "--start-timeout=0"]
+            + ([f"--out={out}"] if stage == "perf" else [])
+        )
 
     assert status in STATUSES, err
     assert "Traceback" not in err
@@ -249,12 +326,32 @@ def test_any_archive_name_ends_with_a_documented_status_naming_the_option(
     files: Path, bucket: str, prefix: str, stack: str, run_id: str
 ) -> None:
     store = f"file://{files / 'store'}"  # a directory store: nothing leaves this machine
-    push = ["archive", "push", "--dry-run", f"--bucket={bucket}", f"--prefix={prefix}",
-            f"--endpoint-url={store}", f"--stack={stack}", f"--run-id={run_id}", "--stage=perf",
-            f"--outputs={files / 'cluster.json'}", f"--dir={files / 'results'}"]  # fmt: skip
-    report = ["report", f"--archive-bucket={bucket}", f"--archive-prefix={prefix}",
-              f"--archive-endpoint={store}", "--stacks", stack, "session-affinity",
-              "--run-ids", run_id, "r2", f"--out={files / 'report'}"]  # fmt: skip
+    push = [
+        "archive",
+        "push",
+        "--dry-run",
+        f"--bucket={bucket}",
+        f"--prefix={prefix}",
+        f"--endpoint-url={store}",
+        f"--stack={stack}",
+        f"--run-id={run_id}",
+        "--stage=perf",
+        f"--outputs={files / 'cluster.json'}",
+        f"--dir={files / 'results'}",
+    ]
+    report = [
+        "report",
+        f"--archive-bucket={bucket}",
+        f"--archive-prefix={prefix}",
+        f"--archive-endpoint={store}",
+        "--stacks",
+        stack,
+        "session-affinity",
+        "--run-ids",
+        run_id,
+        "r2",
+        f"--out={files / 'report'}",
+    ]
 
     for argv in (push, report):
         status, err = run(argv)

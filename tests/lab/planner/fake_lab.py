@@ -44,12 +44,18 @@ class FakeLab:
         slowdown: float = 1.0,
     ) -> LevelResult:
         speed = knobs.speed
-        ttft = (knobs.pre_engine_delay_ms + self.overhead_ms + self.wall_clock_ms / slowdown
-                + speed.prefill_ms(warm_new_tokens(QUESTION_TOKENS)))  # fmt: skip
+        ttft = (
+            knobs.pre_engine_delay_ms
+            + self.overhead_ms
+            + self.wall_clock_ms / slowdown
+            + speed.prefill_ms(warm_new_tokens(QUESTION_TOKENS))
+        )
         context = knobs.prefix_tokens + QUESTION_TOKENS + sweep.output_tokens // 2
         warm = ttft + (sweep.output_tokens - 1) * speed.decode_ms(context)
-        extra = (prefill_ms(knobs.prefix_tokens + QUESTION_TOKENS)
-                 - prefill_ms(warm_new_tokens(QUESTION_TOKENS))) / speed.speedup  # fmt: skip
+        extra = (
+            prefill_ms(knobs.prefix_tokens + QUESTION_TOKENS)
+            - prefill_ms(warm_new_tokens(QUESTION_TOKENS))
+        ) / speed.speedup
         q = sweep.questions
         cold_share = (
             self._round_robin_cold_workers(sweep, concurrency) / q

@@ -89,8 +89,9 @@ def test_calibration_corrects_what_the_formulas_do_not_know(tmp_path: Path) -> N
 
 
 def test_calibration_that_cannot_converge_says_so() -> None:
-    calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, tolerance=1e-9, max_runs=2,
-                            say=lambda _: None)  # fmt: skip
+    calibration = calibrate(
+        RECIPE_TABLE, 1, FakeLab(), 4, tolerance=1e-9, max_runs=2, say=lambda _: None
+    )
 
     assert not calibration.converged and len(calibration.checks) == 2
 
@@ -103,13 +104,15 @@ def altered(table: MeasuredTable, keep: int) -> MeasuredTable:
         return LevelMetrics(**{k: v * by if v is not None else None for k, v in values.items()})
 
     rows = tuple(
-        row if row.concurrency == keep else MeasuredRow(
+        row
+        if row.concurrency == keep
+        else MeasuredRow(
             concurrency=row.concurrency,
             round_robin=scaled(row.round_robin, 1.7),
             session_affinity=scaled(row.session_affinity, 0.6),
         )
         for row in table.rows
-    )  # fmt: skip
+    )
     return table.model_copy(update={"rows": rows})
 
 
@@ -184,8 +187,9 @@ def test_prediction_takes_the_level_the_calibration_last_checked_instead_of_runn
     assert [row.concurrency for row in prediction.rows] == [1, 2]
     assert prediction.reused_concurrency == 1 and "not again" in said[0]
     assert "Concurrency 1 is the calibration's last check" in render(prediction, calibration, None)
-    only_checked = predict(calibration, sweep.model_copy(update={"concurrencies": (1,)}), lab, 4,
-                           say=said.append)  # fmt: skip
+    only_checked = predict(
+        calibration, sweep.model_copy(update={"concurrencies": (1,)}), lab, 4, say=said.append
+    )
     assert len(lab.calls) == 2 and only_checked.rows[0] == prediction.rows[0]
 
 
@@ -200,8 +204,9 @@ def test_a_level_run_any_other_way_than_the_check_runs_again(
     sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2))
     lab = FakeLab()
 
-    prediction = predict(calibration, sweep.model_copy(update=change), lab, slowdown,
-                         say=lambda _: None)  # fmt: skip
+    prediction = predict(
+        calibration, sweep.model_copy(update=change), lab, slowdown, say=lambda _: None
+    )
 
     assert [call[2].concurrencies for call in lab.calls] == [(1, 2), (1, 2)]
     assert prediction.reused_concurrency is None
@@ -224,8 +229,7 @@ def test_the_labs_lockstep_at_a_reference_above_1_does_not_move_the_knobs() -> N
     # Round robin in lockstep (5 workers per video, not a scatter's 7.4) looks like cheaper
     # videos; the checks correct it as a prediction does, so the prefix stays a video's cost.
     scattered = calibrate(RECIPE_TABLE, 4, FakeLab(), 4, say=lambda _: None)
-    lockstep = calibrate(RECIPE_TABLE, 4, FakeLab(lockstep_cold_workers=5.0), 4,
-                         say=lambda _: None)  # fmt: skip
+    lockstep = calibrate(RECIPE_TABLE, 4, FakeLab(lockstep_cold_workers=5.0), 4, say=lambda _: None)
 
     assert lockstep.converged and scattered.converged
     assert lockstep.knobs.prefix_tokens == pytest.approx(scattered.knobs.prefix_tokens, rel=0.03)

@@ -73,12 +73,25 @@ def test_a_what_if_is_not_compared_with_the_recipes_table(
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["predict", "--slowdown", "0"], "--slowdown must be a number above 0, at most 1000, got '0'"),
+        (
+            ["predict", "--slowdown", "0"],
+            "--slowdown must be a number above 0, at most 1000, got '0'",
+        ),
         (["predict", "--concurrency", "1,1"], "--concurrency must be distinct positive integers"),
-        (["capacity", "--profile", "round-robin", "--target-rps", "-1", "--max-ttft-p95-ms", "1"],
-         "--target-rps must be a number above 0"),
+        (
+            [
+                "capacity",
+                "--profile",
+                "round-robin",
+                "--target-rps",
+                "-1",
+                "--max-ttft-p95-ms",
+                "1",
+            ],
+            "--target-rps must be a number above 0",
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_options_exit_2_naming_them(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -152,24 +165,41 @@ def calibration() -> Calibration:
 def test_capacity_finds_the_smallest_fleet_that_makes_the_target() -> None:
     lab = FakeLab(queueing=0.0)
     base = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1,))
-    args: dict[str, Any] = {"sessions_per_worker": (1, 2), "max_ttft_p95_ms": 10_000.0,
-                            "run": lab, "slowdown": 4.0}  # fmt: skip
+    args: dict[str, Any] = {
+        "sessions_per_worker": (1, 2),
+        "max_ttft_p95_ms": 10_000.0,
+        "run": lab,
+        "slowdown": 4.0,
+    }
     cal = calibration()
 
-    plan = plan_capacity(cal, RoutingProfile.SESSION_AFFINITY, base, 30.0, max_workers=32,
-                         say=lambda _: None, **args)  # fmt: skip
+    plan = plan_capacity(
+        cal, RoutingProfile.SESSION_AFFINITY, base, 30.0, max_workers=32, say=lambda _: None, **args
+    )
 
     assert plan.workers is not None
-    at = {w: fleet_capacity(cal, RoutingProfile.SESSION_AFFINITY, base, w, **args).capacity
-          for w in (plan.workers - 1, plan.workers)}  # fmt: skip
+    at = {
+        w: fleet_capacity(cal, RoutingProfile.SESSION_AFFINITY, base, w, **args).capacity
+        for w in (plan.workers - 1, plan.workers)
+    }
     assert at[plan.workers] >= 30.0 > at[plan.workers - 1]
 
 
 def test_capacity_beyond_the_largest_fleet_says_none_does() -> None:
     base = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1,))
 
-    plan = plan_capacity(calibration(), RoutingProfile.ROUND_ROBIN, base, 10_000.0, 10_000.0,
-                         (1,), 4, FakeLab(), 4.0, say=lambda _: None)  # fmt: skip
+    plan = plan_capacity(
+        calibration(),
+        RoutingProfile.ROUND_ROBIN,
+        base,
+        10_000.0,
+        10_000.0,
+        (1,),
+        4,
+        FakeLab(),
+        4.0,
+        say=lambda _: None,
+    )
 
     assert plan.workers is None and max(f.workers for f in plan.tried) == 4
 
@@ -178,22 +208,42 @@ def test_a_ttft_bound_no_level_meets_is_refused() -> None:
     base = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1,))
 
     with pytest.raises(ValueError, match="raise the bound or lower the sessions"):
-        plan_capacity(calibration(), RoutingProfile.ROUND_ROBIN, base, 10.0, 1.0, (1,), 32,
-                      FakeLab(), 4.0, say=lambda _: None)  # fmt: skip
+        plan_capacity(
+            calibration(),
+            RoutingProfile.ROUND_ROBIN,
+            base,
+            10.0,
+            1.0,
+            (1,),
+            32,
+            FakeLab(),
+            4.0,
+            say=lambda _: None,
+        )
 
 
 def cluster_results(tmp_path: Path, knobs: LabKnobs, sweep: LabSweep) -> list[str]:
     """Both profiles' results.json as a cluster's perf stage would write them, its engine being a
     stand-in with the given knobs."""
     cluster, paths = FakeLab(), []
-    workload = PerfWorkload(videos=sweep.videos(max(sweep.concurrencies)), questions=sweep.questions,
-                            output_tokens=sweep.output_tokens, concurrencies=sweep.concurrencies,
-                            prefix_tokens=1, turn_jitter_ms=0)  # fmt: skip
+    workload = PerfWorkload(
+        videos=sweep.videos(max(sweep.concurrencies)),
+        questions=sweep.questions,
+        output_tokens=sweep.output_tokens,
+        concurrencies=sweep.concurrencies,
+        prefix_tokens=1,
+        turn_jitter_ms=0,
+    )
     for profile in RoutingProfile:
         results = ProfileResults(
-            profile=profile, target="cluster", graph_name="g", workers=sweep.workers,
-            session_header=None, workload=workload, levels=cluster(profile, knobs, sweep, 1.0),
-        )  # fmt: skip
+            profile=profile,
+            target="cluster",
+            graph_name="g",
+            workers=sweep.workers,
+            session_header=None,
+            workload=workload,
+            levels=cluster(profile, knobs, sweep, 1.0),
+        )
         paths.append(str(results.save(tmp_path / profile.value / "results.json")))
     return paths
 
@@ -201,8 +251,11 @@ def cluster_results(tmp_path: Path, knobs: LabKnobs, sweep: LabSweep) -> list[st
 def test_a_clusters_own_results_calibrate_the_lab_and_are_the_table_it_predicts(
     fake_lab: FakeLab, tmp_path: Path
 ) -> None:
-    truth = LabKnobs(speed=EngineSpeed(speedup=1.0, decode_speedup=2.0), prefix_tokens=12_000,
-                     pre_engine_delay_ms=20.0)  # fmt: skip
+    truth = LabKnobs(
+        speed=EngineSpeed(speedup=1.0, decode_speedup=2.0),
+        prefix_tokens=12_000,
+        pre_engine_delay_ms=20.0,
+    )
     sweep = LabSweep(workers=4, questions=10, output_tokens=64, concurrencies=(1, 4))
     results = cluster_results(tmp_path / "cluster", truth, sweep)
 
@@ -224,12 +277,21 @@ def test_a_clusters_own_results_calibrate_the_lab_and_are_the_table_it_predicts(
 def test_results_of_different_workloads_are_not_one_table(
     fake_lab: FakeLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    knobs = LabKnobs(speed=EngineSpeed(speedup=1.0, decode_speedup=2.0), prefix_tokens=9_000,
-                     pre_engine_delay_ms=20.0)  # fmt: skip
-    first = cluster_results(tmp_path / "a", knobs, LabSweep(workers=4, questions=10,
-                            output_tokens=64, concurrencies=(1,)))  # fmt: skip
-    second = cluster_results(tmp_path / "b", knobs, LabSweep(workers=8, questions=10,
-                             output_tokens=64, concurrencies=(1,)))  # fmt: skip
+    knobs = LabKnobs(
+        speed=EngineSpeed(speedup=1.0, decode_speedup=2.0),
+        prefix_tokens=9_000,
+        pre_engine_delay_ms=20.0,
+    )
+    first = cluster_results(
+        tmp_path / "a",
+        knobs,
+        LabSweep(workers=4, questions=10, output_tokens=64, concurrencies=(1,)),
+    )
+    second = cluster_results(
+        tmp_path / "b",
+        knobs,
+        LabSweep(workers=8, questions=10, output_tokens=64, concurrencies=(1,)),
+    )
 
     argv = ["calibrate", "--out", str(tmp_path / "out"), "--results", first[0], second[1]]
     assert main(argv) == 2

@@ -99,9 +99,12 @@ def an_ab_run(tmp_path: Path, keep: bool = False) -> AbRun:
 
 
 def run(
-    tmp_path: Path, target: ScriptedTarget, stages: Stages, monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    target: ScriptedTarget,
+    stages: Stages,
+    monkeypatch: pytest.MonkeyPatch,
     keep: bool = False,
-) -> tuple[orchestrator.AbResult, list[str]]:  # fmt: skip
+) -> tuple[orchestrator.AbResult, list[str]]:
     monkeypatch.setattr(orchestrator.targets, "run_smoke", stages.smoke)
     monkeypatch.setattr(orchestrator.targets, "run_perf", stages.perf)
     said: list[str] = []
@@ -116,19 +119,26 @@ def test_one_graph_at_a_time_in_the_recipes_order(
 
     assert target.calls == [
         "prepare",
-        "deploy round-robin", "smoke round-robin", "perf round-robin", "teardown round-robin",
-        "deploy session-affinity", "smoke session-affinity", "perf session-affinity",
+        "deploy round-robin",
+        "smoke round-robin",
+        "perf round-robin",
+        "teardown round-robin",
+        "deploy session-affinity",
+        "smoke session-affinity",
+        "perf session-affinity",
         "teardown session-affinity",
-    ]  # fmt: skip
+    ]
     assert result.passed and result.lines() == ["round-robin: passed", "session-affinity: passed"]
     assert "8 GPUs hold one graph at a time" in said[0]
     assert result.report is not None and "| Concurrency |" in result.report.read_text()
     stages = {(r.stack, r.stage) for r in list_runs(an_ab_run(tmp_path).archive, stage=None)}
     assert stages == {
-        ("stack-round-robin", Stage.SMOKE), ("stack-round-robin", Stage.PERF),
-        ("stack-session-affinity", Stage.SMOKE), ("stack-session-affinity", Stage.PERF),
+        ("stack-round-robin", Stage.SMOKE),
+        ("stack-round-robin", Stage.PERF),
+        ("stack-session-affinity", Stage.SMOKE),
+        ("stack-session-affinity", Stage.PERF),
         ("stack-session-affinity", Stage.REPORT),
-    }  # fmt: skip
+    }
 
 
 def test_with_room_for_both_the_graphs_stay_until_the_end(
@@ -161,9 +171,12 @@ def test_a_failure_in_the_second_profile_and_a_resume(
     second, _ = run(tmp_path, target, Stages(target.calls), monkeypatch)
 
     assert target.calls == [
-        "prepare", "deploy session-affinity", "smoke session-affinity",
-        "perf session-affinity", "teardown session-affinity",
-    ]  # fmt: skip
+        "prepare",
+        "deploy session-affinity",
+        "smoke session-affinity",
+        "perf session-affinity",
+        "teardown session-affinity",
+    ]
     assert second.lines() == [
         "round-robin: skipped (perf results of run run-1 already archived)",
         "session-affinity: passed",
@@ -262,9 +275,11 @@ def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(
 
     assert target.calls == [
         "prepare",
-        "deploy round-robin", "teardown round-robin",
-        "deploy session-affinity", "teardown session-affinity",
-    ]  # fmt: skip
+        "deploy round-robin",
+        "teardown round-robin",
+        "deploy session-affinity",
+        "teardown session-affinity",
+    ]
     assert rendered == ["smoke", "perf", "smoke", "perf"]
     assert result.passed and result.report is None
     for profile in (RR, SA):

@@ -37,8 +37,20 @@ def store_args(location: ArchiveLocation) -> list[str]:
 def push_args(tmp_path: Path, location: ArchiveLocation, results: Path, run_id: str) -> list[str]:
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()))
-    return ["push", "--stack", "session-affinity", "--outputs", str(outputs), "--stage", "perf",
-            "--dir", str(results), "--run-id", run_id, *store_args(location)]  # fmt: skip
+    return [
+        "push",
+        "--stack",
+        "session-affinity",
+        "--outputs",
+        str(outputs),
+        "--stage",
+        "perf",
+        "--dir",
+        str(results),
+        "--run-id",
+        run_id,
+        *store_args(location),
+    ]
 
 
 def one_line_error(err: str, command: str) -> str:
@@ -100,8 +112,21 @@ def test_an_interrupted_push_is_listed_resumed_and_then_not_cleanable(
     assert "(no incomplete runs)" in capsys.readouterr().out
 
     keys = bucket_keys(s3, location)
-    clean = ["archive", "clean", "--stack", "session-affinity", "--profile", "session-affinity",
-             "--run-id", "run-1", "--stage", "perf", "--older-than", "0", *store_args(location)]  # fmt: skip
+    clean = [
+        "archive",
+        "clean",
+        "--stack",
+        "session-affinity",
+        "--profile",
+        "session-affinity",
+        "--run-id",
+        "run-1",
+        "--stage",
+        "perf",
+        "--older-than",
+        "0",
+        *store_args(location),
+    ]
     assert stages_cli(clean) == 1
     assert "never an archived one" in one_line_error(capsys.readouterr().err, "clean")
     assert bucket_keys(s3, location) == keys
@@ -112,8 +137,19 @@ def test_clean_through_python_m_stages(tmp_path: Path, location: ArchiveLocation
     results = make_results(tmp_path / "results")
     with recorded_puts(fail_after=2), pytest.raises(Exception, match="simulated"):
         archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "run-1"), location)
-    clean = ["archive", "clean", "--stack", "round-robin", "--profile", "round-robin",
-             "--run-id", "run-1", "--stage", "perf", *store_args(location)]  # fmt: skip
+    clean = [
+        "archive",
+        "clean",
+        "--stack",
+        "round-robin",
+        "--profile",
+        "round-robin",
+        "--run-id",
+        "run-1",
+        "--stage",
+        "perf",
+        *store_args(location),
+    ]
 
     def run(*extra: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "stages", *clean, *extra]

@@ -83,7 +83,9 @@ def test_corrupt_and_foreign_manifests_are_skipped_with_a_warning_each(
 ) -> None:
     results = make_results(tmp_path / "results")
     archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "good-1", T0), location)
-    archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "good-2", T0 + timedelta(1)), location)  # fmt: skip
+    archive_run(
+        results, record_for(RoutingProfile.ROUND_ROBIN, "good-2", T0 + timedelta(1)), location
+    )
     put_bad_manifests(s3, location)
     warnings: list[str] = []
 
@@ -100,7 +102,9 @@ def test_corrupt_and_foreign_manifests_are_skipped_with_a_warning_each(
     assert "foreign-value-never-echoed" not in foreign
 
 
-def test_warnings_go_to_stderr(location: ArchiveLocation, s3: Any, capsys: pytest.CaptureFixture[str]) -> None:  # fmt: skip
+def test_warnings_go_to_stderr(
+    location: ArchiveLocation, s3: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     put_bad_manifests(s3, location)
 
     assert list_runs(location) == []
@@ -113,8 +117,12 @@ def test_another_runs_manifest_is_skipped(
     tmp_path: Path, location: ArchiveLocation, s3: Any
 ) -> None:
     """A valid manifest copied to another run's key describes a run that is not there."""
-    archive_run(make_results(tmp_path / "r"), record_for(RoutingProfile.ROUND_ROBIN, "r1"), location)  # fmt: skip
-    original = s3.get_object(Bucket=location.bucket, Key=MANIFEST.format("round-robin/round-robin/r1/perf"))  # fmt: skip
+    archive_run(
+        make_results(tmp_path / "r"), record_for(RoutingProfile.ROUND_ROBIN, "r1"), location
+    )
+    original = s3.get_object(
+        Bucket=location.bucket, Key=MANIFEST.format("round-robin/round-robin/r1/perf")
+    )
     copy = MANIFEST.format("round-robin/round-robin/r2/perf")
     s3.put_object(Bucket=location.bucket, Key=copy, Body=original["Body"].read())
     warnings: list[str] = []

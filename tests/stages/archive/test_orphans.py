@@ -27,8 +27,9 @@ RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
 NOW = timedelta(0)
 
 
-def interrupted_push(results: Path, location: ArchiveLocation, profile: RoutingProfile,
-                     run_id: str, after: int) -> None:  # fmt: skip
+def interrupted_push(
+    results: Path, location: ArchiveLocation, profile: RoutingProfile, run_id: str, after: int
+) -> None:
     with recorded_puts(fail_after=after), pytest.raises(ArchiveError):
         archive_run(results, record_for(profile, run_id), location)
 
@@ -64,8 +65,9 @@ def test_clean_deletes_only_the_incomplete_run(
     complete = bucket_keys(s3, location)
     interrupted_push(results, location, RR, "run-1", after=2)
 
-    deleted = clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf",
-                                   min_age=NOW)  # fmt: skip
+    deleted = clean_incomplete_run(
+        location, "round-robin", "round-robin", "run-1", "perf", min_age=NOW
+    )
 
     assert len(deleted) == 2 and all("/run-1/perf/files/" in key for key in deleted)
     assert bucket_keys(s3, location) == complete
@@ -80,8 +82,7 @@ def test_clean_refuses_a_complete_run(results: Path, location: ArchiveLocation, 
     keys = bucket_keys(s3, location)
 
     with pytest.raises(ArchiveError, match="is complete .* never an archived one"):
-        clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf",
-                             min_age=NOW)  # fmt: skip
+        clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf", min_age=NOW)
 
     assert bucket_keys(s3, location) == keys
 
@@ -96,8 +97,7 @@ def test_clean_refuses_a_run_with_a_corrupt_manifest(
 
     assert list_incomplete_runs(location) == []
     with pytest.raises(ArchiveError, match="is complete"):
-        clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf",
-                             min_age=NOW)  # fmt: skip
+        clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf", min_age=NOW)
 
 
 def test_clean_leaves_a_run_whose_push_may_still_be_running(
@@ -116,8 +116,9 @@ def test_clean_dry_run_deletes_nothing(results: Path, location: ArchiveLocation,
     interrupted_push(results, location, RR, "run-1", after=2)
     keys = bucket_keys(s3, location)
 
-    listed = clean_incomplete_run(location, "round-robin", "round-robin", "run-1", "perf",
-                                  min_age=NOW, dry_run=True)  # fmt: skip
+    listed = clean_incomplete_run(
+        location, "round-robin", "round-robin", "run-1", "perf", min_age=NOW, dry_run=True
+    )
 
     assert sorted(listed) == keys == bucket_keys(s3, location)
 

@@ -35,28 +35,47 @@ def location(endpoint: str) -> ArchiveLocation:
 
 
 def push_perf_run(
-    location: ArchiveLocation, tmp_path: Path, profile: RoutingProfile, run_id: str,
-    created_at: datetime, results: ProfileResults | None = None,
-) -> RunRecord:  # fmt: skip
+    location: ArchiveLocation,
+    tmp_path: Path,
+    profile: RoutingProfile,
+    run_id: str,
+    created_at: datetime,
+    results: ProfileResults | None = None,
+) -> RunRecord:
     """Archive a perf output directory (results.json + an AIPerf export) as the pipeline does."""
     directory = tmp_path / "runs" / f"{profile.value}-{run_id}"
     (directory / "c1" / "aiperf").mkdir(parents=True)
     results = results or ProfileResults.load(FIXTURES / f"results-{profile.value}.json")
     results.save(directory / "results.json")
-    shutil.copy(FIXTURES / "aiperf-round-robin-c1.json", directory / "c1" / "aiperf" / "profile_export_aiperf.json")  # fmt: skip
+    shutil.copy(
+        FIXTURES / "aiperf-round-robin-c1.json",
+        directory / "c1" / "aiperf" / "profile_export_aiperf.json",
+    )
     record = RunRecord.create(
-        stack=profile.value, stage=Stage.PERF, outputs=cluster_outputs(profile),
-        run_id=run_id, commit="0" * 40, created_at=created_at,
-    )  # fmt: skip
+        stack=profile.value,
+        stage=Stage.PERF,
+        outputs=cluster_outputs(profile),
+        run_id=run_id,
+        commit="0" * 40,
+        created_at=created_at,
+    )
     return archive_run(directory, record, location)
 
 
 def report_args(location: ArchiveLocation, out: Path, *extra: str) -> list[str]:
     return [
-        "report", "--archive-bucket", location.bucket, "--archive-endpoint",
-        str(location.endpoint_url), "--stacks", "round-robin", "session-affinity",
-        "--out", str(out), *extra,
-    ]  # fmt: skip
+        "report",
+        "--archive-bucket",
+        location.bucket,
+        "--archive-endpoint",
+        str(location.endpoint_url),
+        "--stacks",
+        "round-robin",
+        "session-affinity",
+        "--out",
+        str(out),
+        *extra,
+    ]
 
 
 def with_rps(results: ProfileResults, rps: float) -> ProfileResults:
@@ -69,7 +88,9 @@ def test_the_report_compares_each_stacks_latest_perf_run(
 ) -> None:
     old_rr = with_rps(ProfileResults.load(FIXTURES / "results-round-robin.json"), 0.5)
     push_perf_run(location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-old", T0, old_rr)
-    push_perf_run(location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-new", T0 + timedelta(hours=1))  # fmt: skip
+    push_perf_run(
+        location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-new", T0 + timedelta(hours=1)
+    )
     push_perf_run(location, tmp_path, RoutingProfile.SESSION_AFFINITY, "run-aff", T0)
 
     status = main(report_args(location, tmp_path / "report"))
@@ -110,7 +131,9 @@ def test_named_runs_are_compared_instead_of_the_latest(
 ) -> None:
     old_rr = with_rps(ProfileResults.load(FIXTURES / "results-round-robin.json"), 0.5)
     push_perf_run(location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-old", T0, old_rr)
-    push_perf_run(location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-new", T0 + timedelta(hours=1))  # fmt: skip
+    push_perf_run(
+        location, tmp_path, RoutingProfile.ROUND_ROBIN, "run-new", T0 + timedelta(hours=1)
+    )
     push_perf_run(location, tmp_path, RoutingProfile.SESSION_AFFINITY, "run-aff", T0)
 
     status = main(report_args(location, tmp_path / "report", "--run-ids", "run-old", "run-aff"))
@@ -151,9 +174,13 @@ def test_a_run_without_results_json_is_refused(
     (directory / "answer.txt").write_text("a red box")
     for profile in RoutingProfile:
         record = RunRecord.create(
-            stack=profile.value, stage=Stage.PERF, outputs=cluster_outputs(profile),
-            run_id="run-1", commit="0" * 40, created_at=T0,
-        )  # fmt: skip
+            stack=profile.value,
+            stage=Stage.PERF,
+            outputs=cluster_outputs(profile),
+            run_id="run-1",
+            commit="0" * 40,
+            created_at=T0,
+        )
         archive_run(directory, record, location)
 
     assert main(report_args(location, tmp_path / "report")) == 1
@@ -181,8 +208,14 @@ def test_report_usage_errors_exit_2(
 def test_the_local_files_form_still_works(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    args: list[Any] = ["report", "--results", FIXTURES / "results-round-robin.json",
-                       FIXTURES / "results-session-affinity.json", "--out", tmp_path / "r"]  # fmt: skip
+    args: list[Any] = [
+        "report",
+        "--results",
+        FIXTURES / "results-round-robin.json",
+        FIXTURES / "results-session-affinity.json",
+        "--out",
+        tmp_path / "r",
+    ]
 
     assert main([str(a) for a in args]) == 0
     assert "| Concurrency |" in capsys.readouterr().out

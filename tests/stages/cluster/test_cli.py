@@ -59,8 +59,11 @@ def use_fake(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Frame]], FakeClu
 def test_help_documents_the_exit_codes(stage: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "stages", stage, "--help"],
-        cwd=REPO, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
     assert result.returncode == 0
     assert "exit status:" in result.stdout
@@ -71,7 +74,16 @@ def test_help_documents_the_exit_codes(stage: str) -> None:
 def test_smoke_dry_run_prints_valid_manifests_without_a_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = main(["smoke", "--outputs", outputs_file(tmp_path), "--dry-run", "--kubeconfig", str(tmp_path / "none")])  # fmt: skip
+    status = main(
+        [
+            "smoke",
+            "--outputs",
+            outputs_file(tmp_path),
+            "--dry-run",
+            "--kubeconfig",
+            str(tmp_path / "none"),
+        ]
+    )
 
     documents = list(yaml.safe_load_all(capsys.readouterr().out))
     assert status == 0
@@ -98,10 +110,24 @@ def test_perf_dry_run_for_a_cluster_is_the_recipes_sweep(
 def test_cluster_perf_options_reach_the_pod(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    argv = ["perf", "--outputs", outputs_file(tmp_path), "--dry-run", "--concurrency", "4",
-            "--connection-reuse", "pooled", "--tokenizer", "nvidia/cosmos3-nano-reasoner",
-            "--image", "python:3.11.7-slim-bookworm@sha256:" + "b" * 64,
-            "--pip-index-url", "https://pypi.mirror.example/simple", "--timeout", "600"]  # fmt: skip
+    argv = [
+        "perf",
+        "--outputs",
+        outputs_file(tmp_path),
+        "--dry-run",
+        "--concurrency",
+        "4",
+        "--connection-reuse",
+        "pooled",
+        "--tokenizer",
+        "nvidia/cosmos3-nano-reasoner",
+        "--image",
+        "python:3.11.7-slim-bookworm@sha256:" + "b" * 64,
+        "--pip-index-url",
+        "https://pypi.mirror.example/simple",
+        "--timeout",
+        "600",
+    ]
 
     assert main(argv) == 0
     config_map, _, job = yaml.safe_load_all(capsys.readouterr().out)
@@ -124,11 +150,18 @@ SCENARIOS: list[tuple[str, list[Frame], int, str]] = [
 ]
 
 
-@pytest.mark.parametrize(("name", "frames", "code", "message"), SCENARIOS, ids=[s[0] for s in SCENARIOS])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "frames", "code", "message"), SCENARIOS, ids=[s[0] for s in SCENARIOS]
+)
 def test_smoke_exit_codes(
-    name: str, frames: list[Frame], code: int, message: str, tmp_path: Path,
-    use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str],
-) -> None:  # fmt: skip
+    name: str,
+    frames: list[Frame],
+    code: int,
+    message: str,
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     use_fake(frames)
 
     status = main(["smoke", "--outputs", outputs_file(tmp_path)])
@@ -136,12 +169,16 @@ def test_smoke_exit_codes(
     captured = capsys.readouterr()
     assert status == code, captured.err
     assert message in captured.err
-    assert (captured.out.strip().splitlines() or [""])[-1].startswith("Smoke test passed") is (code == 0)  # fmt: skip
+    assert (captured.out.strip().splitlines() or [""])[-1].startswith("Smoke test passed") is (
+        code == 0
+    )
 
 
 def test_smoke_timeout_exits_4(
-    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     fake = use_fake([running("frontend lists the model\n")])
 
     status = main(["smoke", "--outputs", outputs_file(tmp_path), "--timeout", "0"])
@@ -152,10 +189,16 @@ def test_smoke_timeout_exits_4(
 
 
 def test_cluster_perf_writes_the_results_report_and_archive_read(
-    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
-) -> None:  # fmt: skip
-    export = Export(2, "profile_export_aiperf.json", (FIXTURES / "aiperf-session-affinity-c2.json").read_bytes())  # fmt: skip
-    use_fake([succeeded("\n".join([*export_lines(export), "Perf sweep finished: 1 levels"]) + "\n")])  # fmt: skip
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    export = Export(
+        2, "profile_export_aiperf.json", (FIXTURES / "aiperf-session-affinity-c2.json").read_bytes()
+    )
+    use_fake(
+        [succeeded("\n".join([*export_lines(export), "Perf sweep finished: 1 levels"]) + "\n")]
+    )
     out = tmp_path / "perf"
     workload = ["--videos", "3", "--questions", "3", "--output-tokens", "8", "--concurrency", "2"]
 
@@ -164,8 +207,16 @@ def test_cluster_perf_writes_the_results_report_and_archive_read(
     assert status == 0, capsys.readouterr().err
     results = ProfileResults.load(out / "results.json")
     assert results.target == "cluster" and [lvl.concurrency for lvl in results.levels] == [2]
-    report = main(["report", "--results", str(out / "results.json"),
-                   str(FIXTURES / "results-round-robin.json"), "--out", str(tmp_path / "r")])  # fmt: skip
+    report = main(
+        [
+            "report",
+            "--results",
+            str(out / "results.json"),
+            str(FIXTURES / "results-round-robin.json"),
+            "--out",
+            str(tmp_path / "r"),
+        ]
+    )
     assert report == 0
 
 
@@ -173,7 +224,10 @@ def test_loopback_frontends_are_refused_for_a_cluster(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     outputs: dict[str, Any] = cluster_outputs(RoutingProfile.ROUND_ROBIN).to_json_dict()
-    outputs |= {"frontendUrl": "http://localhost:8000", "modelsUrl": "http://localhost:8000/v1/models"}  # fmt: skip
+    outputs |= {
+        "frontendUrl": "http://localhost:8000",
+        "modelsUrl": "http://localhost:8000/v1/models",
+    }
     path = tmp_path / "outputs.json"
     path.write_text(json.dumps(outputs))
 
@@ -185,27 +239,50 @@ PIP_URL = "https://ci:" + "pw-0123456789@pypi.example.com/simple"  # assembled: 
 
 
 def test_a_dry_run_masks_the_pip_secret(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    status = main(["smoke", "--outputs", outputs_file(tmp_path), "--dry-run", "--pip-index-url", PIP_URL])  # fmt: skip
+    status = main(
+        ["smoke", "--outputs", outputs_file(tmp_path), "--dry-run", "--pip-index-url", PIP_URL]
+    )
 
     captured = capsys.readouterr()
     secret, *_, job = yaml.safe_load_all(captured.out)
     assert status == 0
     assert secret["kind"] == "Secret" and secret["stringData"] == {"PIP_INDEX_URL": "<secret>"}
     env = job["spec"]["template"]["spec"]["containers"][0]["env"]
-    assert {"name": "PIP_INDEX_URL", "valueFrom": {"secretKeyRef": {"name": "cosmos3-nano-reasoner-smoke-pip", "key": "PIP_INDEX_URL"}}} in env  # fmt: skip
+    assert {
+        "name": "PIP_INDEX_URL",
+        "valueFrom": {
+            "secretKeyRef": {"name": "cosmos3-nano-reasoner-smoke-pip", "key": "PIP_INDEX_URL"}
+        },
+    } in env
     assert "pw-0123456789" not in captured.out + captured.err
 
 
 def test_a_perf_run_keeps_masked_manifests_that_the_archive_accepts(
-    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
-) -> None:  # fmt: skip
-    export = Export(2, "profile_export_aiperf.json", (FIXTURES / "aiperf-session-affinity-c2.json").read_bytes())  # fmt: skip
-    fake = use_fake([succeeded("\n".join([*export_lines(export), "Perf sweep finished: 1 levels"]) + "\n")])  # fmt: skip
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    export = Export(
+        2, "profile_export_aiperf.json", (FIXTURES / "aiperf-session-affinity-c2.json").read_bytes()
+    )
+    fake = use_fake(
+        [succeeded("\n".join([*export_lines(export), "Perf sweep finished: 1 levels"]) + "\n")]
+    )
     out = tmp_path / "perf"
     workload = ["--videos", "3", "--questions", "3", "--output-tokens", "8", "--concurrency", "2"]
 
-    status = main(["perf", "--outputs", outputs_file(tmp_path), "--out", str(out), *workload,
-                   "--pip-index-url", PIP_URL])  # fmt: skip
+    status = main(
+        [
+            "perf",
+            "--outputs",
+            outputs_file(tmp_path),
+            "--out",
+            str(out),
+            *workload,
+            "--pip-index-url",
+            PIP_URL,
+        ]
+    )
 
     captured = capsys.readouterr()
     assert status == 0, captured.err
@@ -225,13 +302,26 @@ def test_a_perf_run_keeps_masked_manifests_that_the_archive_accepts(
     ],
 )
 def test_a_sweep_too_large_for_a_cluster_exits_2_before_anything_is_submitted(
-    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster],
-    capsys: pytest.CaptureFixture[str], argv: list[str], message: str,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
     fake = use_fake([])
 
     for dry_run in ([], ["--dry-run"]):
-        status = main(["perf", "--outputs", outputs_file(tmp_path), "--out", str(tmp_path / "p"), *argv, *dry_run])  # fmt: skip
+        status = main(
+            [
+                "perf",
+                "--outputs",
+                outputs_file(tmp_path),
+                "--out",
+                str(tmp_path / "p"),
+                *argv,
+                *dry_run,
+            ]
+        )
 
         assert status == 2
         assert message in capsys.readouterr().err
@@ -239,8 +329,10 @@ def test_a_sweep_too_large_for_a_cluster_exits_2_before_anything_is_submitted(
 
 
 def test_an_out_directory_that_cannot_be_written_exits_2(
-    tmp_path: Path, use_fake: Callable[[list[Frame]], FakeCluster], capsys: pytest.CaptureFixture[str]
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    use_fake: Callable[[list[Frame]], FakeCluster],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     fake = use_fake([])
     blocker = tmp_path / "a-file"
     blocker.write_text("")

@@ -48,7 +48,13 @@ class ApiState:
 
 
 def _status(code: int, reason: str) -> dict[str, Any]:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": reason, "code": code}  # fmt: skip
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "reason": reason,
+        "code": code,
+    }
 
 
 TERMINATED_CONTAINER = {
@@ -95,7 +101,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send(409, _status(409, "AlreadyExists"))
         body["metadata"]["uid"] = str(uuid.uuid4())
         if collection == "jobs":
-            body["status"] = {"succeeded": 1, "conditions": [{"type": "Complete", "status": "True"}]}  # fmt: skip
+            body["status"] = {
+                "succeeded": 1,
+                "conditions": [{"type": "Complete", "status": "True"}],
+            }
             pod = _pod_for(body)
             self.state.pods[pod["metadata"]["name"]] = pod
         self.state.objects[key] = body
@@ -106,8 +115,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if collection == "pods" and name and self.path.split("?")[0].endswith("/log"):
             return self._send_text(self.state.log)
         if collection == "pods":
-            return self._send(200, {"kind": "PodList", "apiVersion": "v1", "metadata": {},
-                                    "items": self._selected_pods()})  # fmt: skip
+            return self._send(
+                200,
+                {
+                    "kind": "PodList",
+                    "apiVersion": "v1",
+                    "metadata": {},
+                    "items": self._selected_pods(),
+                },
+            )
         found = self.state.objects.get((collection, name or ""))
         self._send(200, found) if found else self._send(404, _status(404, "NotFound"))
 
@@ -118,7 +134,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return self._send(404, _status(404, "NotFound"))
         if collection == "jobs":  # foreground: the Job's pods go with it
             labels = found["spec"]["template"]["metadata"]["labels"]
-            self.state.pods = {n: p for n, p in self.state.pods.items() if p["metadata"]["labels"] != labels}  # fmt: skip
+            self.state.pods = {
+                n: p for n, p in self.state.pods.items() if p["metadata"]["labels"] != labels
+            }
         self._send(200, found)  # the object as deleted, as the API server answers
 
     def _target(self) -> tuple[str, str | None]:
@@ -132,7 +150,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _selected_pods(self) -> list[dict[str, Any]]:
         query = parse_qs(urlsplit(self.path).query)
         wanted = dict(term.split("=", 1) for term in query["labelSelector"][0].split(","))
-        return [p for p in self.state.pods.values() if wanted.items() <= p["metadata"]["labels"].items()]  # fmt: skip
+        return [
+            p for p in self.state.pods.values() if wanted.items() <= p["metadata"]["labels"].items()
+        ]
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
         self._write(code, "application/json", json.dumps(body).encode())
@@ -210,7 +230,9 @@ def test_the_client_sends_the_manifests_unchanged(
     run_cluster_smoke(outputs, options, 60)
 
     for manifest in smoke_objects(outputs, options, 60):
-        collection = {"ConfigMap": "configmaps", "Service": "services", "Job": "jobs"}[manifest["kind"]]  # fmt: skip
+        collection = {"ConfigMap": "configmaps", "Service": "services", "Job": "jobs"}[
+            manifest["kind"]
+        ]
         sent = dict(state.objects[(collection, manifest["metadata"]["name"])])
         sent["metadata"] = {k: v for k, v in sent["metadata"].items() if k != "uid"}
         sent.pop("status", None)
@@ -228,10 +250,16 @@ def test_a_rerun_deletes_the_previous_job_in_the_foreground(
     answer = run_cluster_smoke(outputs, ClusterOptions(kubeconfig=config, run_id="r2"), 60)
 
     deletes = [r for r in state.requests if r.startswith("DELETE")]
-    assert [d.split("?")[0].rsplit("/", 2)[1] for d in deletes] == ["jobs", "services", "configmaps"]  # fmt: skip
+    assert [d.split("?")[0].rsplit("/", 2)[1] for d in deletes] == [
+        "jobs",
+        "services",
+        "configmaps",
+    ]
     assert all("propagationPolicy=Foreground" in d for d in deletes)
     assert answer == "a box moves"
-    labels = state.objects[("jobs", "cosmos3-nano-reasoner-smoke")]["spec"]["template"]["metadata"]["labels"]  # fmt: skip
+    labels = state.objects[("jobs", "cosmos3-nano-reasoner-smoke")]["spec"]["template"]["metadata"][
+        "labels"
+    ]
     assert labels["cosmos3-nano-reasoner/run-id"] == "r2"
 
 
@@ -255,7 +283,9 @@ def test_a_refusal_names_the_missing_permission(
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps(cluster_outputs(RoutingProfile.ROUND_ROBIN).to_json_dict()))
 
-    status = main(["smoke", "--outputs", str(outputs), "--kubeconfig", str(kubeconfig(tmp_path, server))])  # fmt: skip
+    status = main(
+        ["smoke", "--outputs", str(outputs), "--kubeconfig", str(kubeconfig(tmp_path, server))]
+    )
 
     assert status == EXIT_CLUSTER_UNREACHABLE == 6
     err = capsys.readouterr().err
@@ -301,9 +331,13 @@ def test_a_pip_secret_is_created_first_through_the_real_client_and_replaced(
     server, state = api_server
     outputs = cluster_outputs(RoutingProfile.ROUND_ROBIN)
     config = kubeconfig(tmp_path, server)
-    run_cluster_smoke(outputs, ClusterOptions(kubeconfig=config, run_id="r1", pip_index_url=PIP_URL), 60)  # fmt: skip
+    run_cluster_smoke(
+        outputs, ClusterOptions(kubeconfig=config, run_id="r1", pip_index_url=PIP_URL), 60
+    )
 
-    run_cluster_smoke(outputs, ClusterOptions(kubeconfig=config, run_id="r2", pip_index_url=PIP_URL), 60)  # fmt: skip
+    run_cluster_smoke(
+        outputs, ClusterOptions(kubeconfig=config, run_id="r2", pip_index_url=PIP_URL), 60
+    )
 
     namespace = f"/namespaces/{outputs.namespace}/"
     creates = [r for r in state.requests if r.startswith("POST")]
@@ -316,16 +350,27 @@ def test_a_pip_secret_is_created_first_through_the_real_client_and_replaced(
 
 @pytest.mark.parametrize("refusal", ["forbidden", "invalid"])
 def test_a_refused_secret_never_shows_its_value(
-    api_server: tuple[str, ApiState], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    api_server: tuple[str, ApiState],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     refusal: str,
-) -> None:  # fmt: skip
+) -> None:
     server, state = api_server
     setattr(state, refusal, {"secrets"})
     outputs = tmp_path / "outputs.json"
     outputs.write_text(json.dumps(cluster_outputs(RoutingProfile.ROUND_ROBIN).to_json_dict()))
 
-    status = main(["smoke", "--outputs", str(outputs), "--kubeconfig", str(kubeconfig(tmp_path, server)),
-                   "--pip-index-url", PIP_URL])  # fmt: skip
+    status = main(
+        [
+            "smoke",
+            "--outputs",
+            str(outputs),
+            "--kubeconfig",
+            str(kubeconfig(tmp_path, server)),
+            "--pip-index-url",
+            PIP_URL,
+        ]
+    )
 
     err = capsys.readouterr().err
     assert status == 6

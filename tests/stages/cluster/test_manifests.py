@@ -53,7 +53,9 @@ from tools.validate import KUBERNETES_VERSION, kubernetes_schema_violations
 
 PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
-MATCHING_SMALL = RECIPE_WORKLOAD.model_copy(update={"videos": 2, "questions": 2, "concurrencies": (1,)})  # fmt: skip
+MATCHING_SMALL = RECIPE_WORKLOAD.model_copy(
+    update={"videos": 2, "questions": 2, "concurrencies": (1,)}
+)
 Manifest = dict[str, Any]
 
 
@@ -112,7 +114,10 @@ def test_names_are_the_recipes_and_live_in_the_stacks_namespace(outputs: StackOu
 
 
 def test_the_media_service_selects_exactly_this_runs_pod(outputs: StackOutputs) -> None:
-    for manifests in (smoke_manifests(outputs, SETTINGS), perf_manifests(outputs, RECIPE_WORKLOAD, SETTINGS)):  # fmt: skip
+    for manifests in (
+        smoke_manifests(outputs, SETTINGS),
+        perf_manifests(outputs, RECIPE_WORKLOAD, SETTINGS),
+    ):
         service, job = by_kind(manifests, "Service"), by_kind(manifests, "Job")
         pod_labels = job["spec"]["template"]["metadata"]["labels"]
 
@@ -219,9 +224,15 @@ def test_the_smoke_pod_asks_the_lab_request_about_the_media_services_video(
 
     assert config["video_url"] == url
     assert config["request_body"] == smoke_request_body(outputs.served_model, url)
-    assert (config["models_url"], config["frontend_url"]) == (outputs.models_url, outputs.frontend_url)  # fmt: skip
+    assert (config["models_url"], config["frontend_url"]) == (
+        outputs.models_url,
+        outputs.frontend_url,
+    )
     assert config["ffmpeg_args"][-1] == "/tmp/work/media/smoke.mp4"
-    assert "libx264" in config["ffmpeg_args"] and "testsrc=duration=30:size=640x360:rate=2" in config["ffmpeg_args"]  # fmt: skip
+    assert (
+        "libx264" in config["ffmpeg_args"]
+        and "testsrc=duration=30:size=640x360:rate=2" in config["ffmpeg_args"]
+    )
 
 
 def test_perf_runs_the_builders_aiperf_arguments_per_level(outputs: StackOutputs) -> None:
@@ -232,9 +243,14 @@ def test_perf_runs_the_builders_aiperf_arguments_per_level(outputs: StackOutputs
     for level in plan["levels"]:
         c = level["concurrency"]
         expected = aiperf_profile_args(
-            outputs, RECIPE_WORKLOAD, c, Path(f"/tmp/work/c{c}/dataset.jsonl"),
-            Path(f"/tmp/work/c{c}/aiperf"), "builtin", "never",
-        )  # fmt: skip
+            outputs,
+            RECIPE_WORKLOAD,
+            c,
+            Path(f"/tmp/work/c{c}/dataset.jsonl"),
+            Path(f"/tmp/work/c{c}/aiperf"),
+            "builtin",
+            "never",
+        )
         assert level["argv"] == expected
         assert level["dataset"] == dataset_rows(RECIPE_WORKLOAD, c, VideoUrl(media))
         assert level["requests"] == 4000
@@ -308,7 +324,9 @@ def test_the_video_limit_is_the_generators() -> None:
     assert distinct_video_args("/tmp/x.mp4", limit - 1)
     with pytest.raises(ValueError, match=f"at most {limit} distinct"):
         distinct_video_args("/tmp/x.mp4", limit)
-    check_cluster_workload(RECIPE_WORKLOAD.model_copy(update={"videos": limit, "concurrencies": (1,)}))  # fmt: skip
+    check_cluster_workload(
+        RECIPE_WORKLOAD.model_copy(update={"videos": limit, "concurrencies": (1,)})
+    )
 
 
 # --- a pip index URL with credentials -------------------------------------------------------------
@@ -382,9 +400,15 @@ def test_which_pip_urls_carry_credentials(url: str, credentials: bool) -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["ftp://u:hunter2@mirror/x", "u:hunter2@mirror/x", "https://u:hunter2@", "https://u:hunter2@[::1",
-     "https://u:hunter2@a b/", "https://u:hunter2@mirror/\n"],
-)  # fmt: skip
+    [
+        "ftp://u:hunter2@mirror/x",
+        "u:hunter2@mirror/x",
+        "https://u:hunter2@",
+        "https://u:hunter2@[::1",
+        "https://u:hunter2@a b/",
+        "https://u:hunter2@mirror/\n",
+    ],
+)
 def test_a_pip_url_must_be_http_with_a_host(url: str) -> None:
     with pytest.raises(ValueError) as refused:
         check_pip_index_url(url)
@@ -407,7 +431,10 @@ def test_the_pod_installs_the_labs_aiperf_lock_and_the_projects_ffmpeg_pin() -> 
 def test_the_volume_lays_out_every_config_map_key_as_the_program_expects(
     outputs: StackOutputs,
 ) -> None:
-    for manifests in (smoke_manifests(outputs, SETTINGS), perf_manifests(outputs, RECIPE_WORKLOAD, SETTINGS)):  # fmt: skip
+    for manifests in (
+        smoke_manifests(outputs, SETTINGS),
+        perf_manifests(outputs, RECIPE_WORKLOAD, SETTINGS),
+    ):
         config_map, job = by_kind(manifests, "ConfigMap"), by_kind(manifests, "Job")
         volume = {v["name"]: v for v in job["spec"]["template"]["spec"]["volumes"]}["program"]
         keys = {*config_map.get("data", {}), *config_map.get("binaryData", {})}
@@ -459,5 +486,9 @@ def test_a_loopback_place_keeps_the_pod_program_on_loopback() -> None:
         cluster_outputs(RoutingProfile.ROUND_ROBIN), "http://127.0.0.1:1234", place, 5
     )
 
-    assert (config["listen_host"], config["listen_port"], config["ffmpeg"]) == ("127.0.0.1", 1234, "/f")  # fmt: skip
+    assert (config["listen_host"], config["listen_port"], config["ffmpeg"]) == (
+        "127.0.0.1",
+        1234,
+        "/f",
+    )
     assert config["ffmpeg_args"][-1] == "/w/media/smoke.mp4"

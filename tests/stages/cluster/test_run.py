@@ -129,7 +129,9 @@ def test_a_pip_secret_is_created_first_and_replaced_like_the_others() -> None:
     run.smoke(ClusterOptions(run_id="run-1", pip_index_url=url))
 
     calls = run.cluster.calls
-    assert calls == [("delete", *obj) for obj in reversed(objects)] + [("create", *obj) for obj in objects]  # fmt: skip
+    assert calls == [("delete", *obj) for obj in reversed(objects)] + [
+        ("create", *obj) for obj in objects
+    ]
     assert run.cluster.created("Secret")["stringData"] == {"PIP_INDEX_URL": url}
     assert "pw-0123456789" not in run.progress
 
@@ -144,7 +146,7 @@ def test_a_previous_run_that_never_goes_away_times_out_before_creating() -> None
 
 
 def test_a_failed_smoke_job_fails_with_the_end_of_its_log() -> None:
-    log = "frontend lists nvidia/cosmos3-nano-reasoner\nSmoke test FAILED: the model returned an empty answer\n"  # fmt: skip
+    log = "frontend lists nvidia/cosmos3-nano-reasoner\nSmoke test FAILED: the model returned an empty answer\n"
     cluster = FakeCluster([running(log), failed(log)])
 
     with pytest.raises(StageFailed) as failure:
@@ -164,7 +166,7 @@ def test_a_completed_job_without_the_pass_line_is_a_failure() -> None:
 
 
 def test_a_frontend_that_is_not_ready_has_its_own_exit_code() -> None:
-    log = "Frontend not ready: http://x/v1/models did not list nvidia/cosmos3-nano-reasoner within 60 s (ConnectionRefusedError)\n"  # fmt: skip
+    log = "Frontend not ready: http://x/v1/models did not list nvidia/cosmos3-nano-reasoner within 60 s (ConnectionRefusedError)\n"
     cluster = FakeCluster([failed(log, exit_code=3)])
 
     with pytest.raises(FrontendNotReady, match="did not list") as failure:
@@ -278,7 +280,9 @@ def test_perf_exports_in_the_log_become_the_same_results_as_the_lab(tmp_path: Pa
     assert ProfileResults.load(tmp_path / "results.json") == results
     exported = tmp_path / "c2" / "aiperf" / "profile_export_aiperf.json"
     assert exported.read_bytes() == fixture_export().data
-    rows = [json.loads(line) for line in (tmp_path / "c2" / "dataset.jsonl").read_text().splitlines()]  # fmt: skip
+    rows = [
+        json.loads(line) for line in (tmp_path / "c2" / "dataset.jsonl").read_text().splitlines()
+    ]
     assert rows[0]["video"].startswith("http://cosmos3-nano-reasoner-perf-media.")
     assert (tmp_path / "pod.log").read_text() == cluster.frame.log
     assert "kind: Job" in (tmp_path / "manifests.yaml").read_text()

@@ -70,12 +70,21 @@ def test_a_host_busier_than_the_time_scale_corrects_is_inconclusive() -> None:
     ("change", "reason"),
     [
         ({"complete": False, "failure": "AIPerf failed"}, "round-robin's sweep stopped part-way"),
-        ({"levels": [level(1, 1.9, 61).model_copy(update={"error_count": 3}), level(16, 21, 303)]},
-         "3 requests failed in round-robin's sweep"),
-        ({"workload": ROUND_ROBIN.workload.model_copy(update={"seed": 7})},
-         "the two profiles ran different workloads"),
+        (
+            {
+                "levels": [
+                    level(1, 1.9, 61).model_copy(update={"error_count": 3}),
+                    level(16, 21, 303),
+                ]
+            },
+            "3 requests failed in round-robin's sweep",
+        ),
+        (
+            {"workload": ROUND_ROBIN.workload.model_copy(update={"seed": 7})},
+            "the two profiles ran different workloads",
+        ),
     ],
-)  # fmt: skip
+)
 def test_numbers_that_cannot_carry_a_verdict_say_why(
     change: dict[str, object], reason: str
 ) -> None:

@@ -25,18 +25,30 @@ WORKLOAD = LAB_WORKLOAD.model_copy(update={"questions": 20, "concurrencies": (1,
 
 def level(concurrency: int, rps: float, ttft: float, cached: int = 0) -> LevelResult:
     return LevelResult(
-        concurrency=concurrency, requests_per_second=rps, ttft_p50_ms=ttft, ttft_p95_ms=ttft * 2,
-        request_latency_p50_ms=ttft * 5, output_tokens_per_second=rps * 128, request_count=4000,
-        error_count=0, output_tokens_mean=128, prompt_tokens=10_000, cached_prompt_tokens=cached,
-    )  # fmt: skip
+        concurrency=concurrency,
+        requests_per_second=rps,
+        ttft_p50_ms=ttft,
+        ttft_p95_ms=ttft * 2,
+        request_latency_p50_ms=ttft * 5,
+        output_tokens_per_second=rps * 128,
+        request_count=4000,
+        error_count=0,
+        output_tokens_mean=128,
+        prompt_tokens=10_000,
+        cached_prompt_tokens=cached,
+    )
 
 
 def results(profile: RoutingProfile, levels: list[LevelResult]) -> ProfileResults:
     return ProfileResults(
-        profile=profile, target="lab", graph_name=f"lab-{profile.value}", workers=8,
+        profile=profile,
+        target="lab",
+        graph_name=f"lab-{profile.value}",
+        workers=8,
         session_header=SESSION_HEADER if profile is RoutingProfile.SESSION_AFFINITY else None,
-        workload=WORKLOAD, levels=levels,
-    )  # fmt: skip
+        workload=WORKLOAD,
+        levels=levels,
+    )
 
 
 # The recipe's measured numbers at concurrency 1 and 16.

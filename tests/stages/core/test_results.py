@@ -63,10 +63,12 @@ def test_the_failure_says_why_each_kind_of_request_failed(aiperf_export: dict[st
         "error_request_count": {"unit": "requests", "avg": 3.0},
         "error_summary": [
             {"error_details": reset | {"cause": None}, "count": 1},
-            {"error_details": {"code": 503, "type": "Service Unavailable", "message": "x" * 900},
-             "count": 2},
+            {
+                "error_details": {"code": 503, "type": "Service Unavailable", "message": "x" * 900},
+                "count": 2,
+            },
         ],
-    }  # fmt: skip
+    }
 
     problems = check_level(parse_level(export), FIXTURE_WORKLOAD)
 

@@ -41,8 +41,10 @@ def test_each_video_is_one_session_of_all_its_questions() -> None:
 
     assert len(rows) == SMALL.requests_per_level
     assert Counter(row["session_id"] for row in rows) == {
-        "c2-video-000": 4, "c2-video-001": 4, "c2-video-002": 4,
-    }  # fmt: skip
+        "c2-video-000": 4,
+        "c2-video-001": 4,
+        "c2-video-002": 4,
+    }
     assert {row["output_length"] for row in rows} == {16}
 
 

@@ -80,8 +80,11 @@ def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
 def test_a_sigkilled_parent_leaves_no_child_behind(tmp_path: Path) -> None:
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, str(tmp_path)],
-        cwd=REPO, stdout=subprocess.PIPE, text=True, start_new_session=True,
-    )  # fmt: skip
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert driver.stdout is not None
         pgid = int(driver.stdout.readline())
@@ -104,8 +107,9 @@ def test_the_guard_reports_the_childs_exit_status(tmp_path: Path) -> None:
 
 def test_a_regular_stop_still_stops_the_whole_group(tmp_path: Path) -> None:
     script = "import subprocess, time; subprocess.Popen(['sleep', '600']); time.sleep(600)"
-    child = start_group_process("child", [sys.executable, "-c", script], {}, tmp_path / "log",
-                                tmp_path)  # fmt: skip
+    child = start_group_process(
+        "child", [sys.executable, "-c", script], {}, tmp_path / "log", tmp_path
+    )
     assert wait_until(lambda: len(group_members(child.pgid)) == 3, 10)
 
     child.stop()

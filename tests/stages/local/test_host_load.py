@@ -72,11 +72,19 @@ def test_a_sweep_is_disturbed_only_beyond_its_time_scale() -> None:
 
 def test_a_level_in_real_time() -> None:
     measured = LevelResult(
-        concurrency=4, requests_per_second=2.0, ttft_p50_ms=400, ttft_p95_ms=800,
-        request_latency_p50_ms=1000, request_latency_mean_ms=1200, output_tokens_per_second=64,
-        request_count=40, error_count=0, output_tokens_mean=32, prompt_tokens=100,
+        concurrency=4,
+        requests_per_second=2.0,
+        ttft_p50_ms=400,
+        ttft_p95_ms=800,
+        request_latency_p50_ms=1000,
+        request_latency_mean_ms=1200,
+        output_tokens_per_second=64,
+        request_count=40,
+        error_count=0,
+        output_tokens_mean=32,
+        prompt_tokens=100,
         cached_prompt_tokens=50,
-    )  # fmt: skip
+    )
 
     real = measured.rescaled(2.0)
 

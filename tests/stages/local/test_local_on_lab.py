@@ -25,10 +25,14 @@ StartGraph = Callable[..., LabGraph]
 
 TINY = LAB_WORKLOAD.model_copy(
     update={
-        "videos": 2, "questions": 3, "output_tokens": 8, "concurrencies": (2,),
-        "prefix_tokens": 256, "turn_jitter_ms": 0,
+        "videos": 2,
+        "questions": 3,
+        "output_tokens": 8,
+        "concurrencies": (2,),
+        "prefix_tokens": 256,
+        "turn_jitter_ms": 0,
     }
-)  # fmt: skip
+)
 
 
 def test_smoke_stage_passes_against_the_lab(start_graph: StartGraph) -> None:
@@ -36,8 +40,12 @@ def test_smoke_stage_passes_against_the_lab(start_graph: StartGraph) -> None:
 
     result = subprocess.run(
         [sys.executable, "-m", "lab", "stage", "smoke", "--outputs", str(graph.outputs_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     last_line = result.stdout.strip().splitlines()[-1]
@@ -50,8 +58,13 @@ def test_smoke_stage_reads_outputs_from_stdin(start_graph: StartGraph) -> None:
 
     result = subprocess.run(
         [sys.executable, "-m", "lab", "stage", "smoke", "--outputs", "-"],
-        input=graph.outputs_path.read_text(), cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        input=graph.outputs_path.read_text(),
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[-1].startswith("Smoke test passed: ")
@@ -63,9 +76,23 @@ def test_smoke_stage_fails_with_a_reason_when_the_frontend_is_gone(start_graph: 
     graph.stop()
 
     result = subprocess.run(
-        [sys.executable, "-m", "lab", "stage", "smoke", "--outputs", str(outputs_file), "--wait-seconds", "2"],
-        cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "lab",
+            "stage",
+            "smoke",
+            "--outputs",
+            str(outputs_file),
+            "--wait-seconds",
+            "2",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
 
     assert result.returncode == 3  # at once, not after the wait: nothing listens there any more
     assert "smoke test FAILED" in result.stderr and "nothing listens at" in result.stderr
@@ -99,7 +126,11 @@ def test_a_lab_graphs_outputs_need_the_lab(start_graph: StartGraph) -> None:
 
     result = subprocess.run(
         [sys.executable, "-m", "stages", "smoke", "--outputs", str(graph.outputs_path)],
-        cwd=REPO, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
     assert result.returncode == 2 and "python -m lab stage" in result.stderr
