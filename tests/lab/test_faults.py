@@ -33,14 +33,36 @@ from tests.stages.conftest import FIXTURES
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
 StartGraph = Callable[..., LabGraph]
-SWEEP = ["--videos", "6", "--questions", "5", "--output-tokens", "32", "--prefix-tokens", "64",
-         "--turn-jitter-ms", "0"]  # fmt: skip
+SWEEP = [
+    "--videos",
+    "6",
+    "--questions",
+    "5",
+    "--output-tokens",
+    "32",
+    "--prefix-tokens",
+    "64",
+    "--turn-jitter-ms",
+    "0",
+]
 
 
 def perf_stage(outputs: Path, out: Path, concurrency: str) -> subprocess.Popen[str]:
     """`python -m lab stage perf` against a running graph, its progress on stderr."""
-    command = [sys.executable, "-m", "lab", "stage", "perf", "--outputs", str(outputs),
-               "--out", str(out), "--concurrency", concurrency, *SWEEP]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lab",
+        "stage",
+        "perf",
+        "--outputs",
+        str(outputs),
+        "--out",
+        str(out),
+        "--concurrency",
+        concurrency,
+        *SWEEP,
+    ]
     return subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
 
 
@@ -122,12 +144,27 @@ def test_a_frontend_killed_mid_sweep_keeps_the_finished_levels(
 def test_a_sigkilled_lab_leaves_no_process_behind(lab_install: object, tmp_path: Path) -> None:
     marker = f"LAB_TEST_RUN={uuid.uuid4()}"
     name, value = marker.split("=")
-    command = [sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
-               "--concurrency", "1", *SWEEP]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lab",
+        "ab",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--concurrency",
+        "1",
+        *SWEEP,
+    ]
     lab = subprocess.Popen(
-        command, cwd=REPO, env=os.environ | {name: value}, stderr=subprocess.PIPE, text=True,
+        command,
+        cwd=REPO,
+        env=os.environ | {name: value},
+        stderr=subprocess.PIPE,
+        text=True,
         start_new_session=True,
-    )  # fmt: skip
+    )
     try:
         seen: list[str] = []
         read_until(lab, "level 1/1", seen)  # graph, perf program and AIPerf all running
@@ -156,8 +193,9 @@ def test_lab_up_says_when_a_worker_and_then_the_frontend_die(
     run_dir = (tmp_path / "up" / "round-robin").resolve()
     marker = f"DYN_FILE_KV={run_dir}"
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
-    lab = subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True,
-                           start_new_session=True)  # fmt: skip
+    lab = subprocess.Popen(
+        command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         seen: list[str] = []
         read_until(lab, "serving at", seen)

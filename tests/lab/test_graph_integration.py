@@ -192,9 +192,23 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
     reap_marked.append(marker)
     name, value = marker.split("=")
     command = [
-        sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
-        "--videos", "2", "--questions", "2", "--output-tokens", "4", "--concurrency", "1",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "lab",
+        "ab",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--videos",
+        "2",
+        "--questions",
+        "2",
+        "--output-tokens",
+        "4",
+        "--concurrency",
+        "1",
+    ]
     env = os.environ | {name: value}
     lab = subprocess.Popen(
         command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True

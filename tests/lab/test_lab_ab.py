@@ -27,12 +27,28 @@ pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]
 TINY = LAB_WORKLOAD.model_copy(
     update={
-        "videos": 2, "questions": 2, "output_tokens": 32, "concurrencies": (1,),
-        "prefix_tokens": 64, "turn_jitter_ms": 0,
+        "videos": 2,
+        "questions": 2,
+        "output_tokens": 32,
+        "concurrencies": (1,),
+        "prefix_tokens": 64,
+        "turn_jitter_ms": 0,
     }
-)  # fmt: skip
-WORKLOAD_ARGS = ["--videos", "2", "--questions", "2", "--output-tokens", "32", "--concurrency",
-                 "1", "--prefix-tokens", "64", "--turn-jitter-ms", "0"]  # fmt: skip
+)
+WORKLOAD_ARGS = [
+    "--videos",
+    "2",
+    "--questions",
+    "2",
+    "--output-tokens",
+    "32",
+    "--concurrency",
+    "1",
+    "--prefix-tokens",
+    "64",
+    "--turn-jitter-ms",
+    "0",
+]
 
 
 def test_a_failure_in_the_second_profile_then_a_resume(
@@ -63,8 +79,21 @@ def test_a_failure_in_the_second_profile_then_a_resume(
 
 
 def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: Path) -> None:
-    command = [sys.executable, "-m", "lab", "ab", "--workers", "2", "--out", str(tmp_path),
-               "--run-id", "cli-run", "--time-scale", "2", *WORKLOAD_ARGS]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "lab",
+        "ab",
+        "--workers",
+        "2",
+        "--out",
+        str(tmp_path),
+        "--run-id",
+        "cli-run",
+        "--time-scale",
+        "2",
+        *WORKLOAD_ARGS,
+    ]
 
     result = subprocess.run(
         command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False

@@ -48,19 +48,33 @@ def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -
     # The "cluster" is the lab with knobs the calibration is not told; its perf stage writes each
     # profile's results.json as it would on a cluster. One check: at this size (8 requests per
     # profile, on two busy cores) the lab's noise is too large to show convergence.
-    truth = LabKnobs(speed=EngineSpeed(speedup=1.0, decode_speedup=1.5), prefix_tokens=12_000,
-                     pre_engine_delay_ms=30.0)  # fmt: skip
+    truth = LabKnobs(
+        speed=EngineSpeed(speedup=1.0, decode_speedup=1.5),
+        prefix_tokens=12_000,
+        pre_engine_delay_ms=30.0,
+    )
     sweep = LabSweep(workers=2, questions=4, output_tokens=16, concurrencies=(1,))
     cluster = LabRunner(tmp_path / "cluster", say=lambda _: None)
     for profile in RoutingProfile:
         # 3x slower and rescaled, so that a busy host does not reorder the two profiles' latencies
         # (seen beside a Go build at real time: round robin faster than affinity, unsolvable).
         cluster(profile, truth, sweep, 3.0)
-    results = [tmp_path / "cluster" / f"0{n}-{p.value}" / "c1" / "results.json"
-               for n, p in enumerate(RoutingProfile, start=1)]  # fmt: skip
+    results = [
+        tmp_path / "cluster" / f"0{n}-{p.value}" / "c1" / "results.json"
+        for n, p in enumerate(RoutingProfile, start=1)
+    ]
 
-    argv = ["calibrate", "--out", str(tmp_path / "lab"), "--results", *map(str, results),
-            "--slowdown", "1", "--max-runs", "1"]  # fmt: skip
+    argv = [
+        "calibrate",
+        "--out",
+        str(tmp_path / "lab"),
+        "--results",
+        *map(str, results),
+        "--slowdown",
+        "1",
+        "--max-runs",
+        "1",
+    ]
     assert main(argv) == 0
 
     calibration = Calibration.load(tmp_path / "lab" / "calibration.json")
