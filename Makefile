@@ -75,20 +75,25 @@ lock: $(DEV_VENV)/.installed
 	perl -0pi -e 's/# via\n    #   -c requirements-dev\.lock\n    #   (\S[^\n]*)\n(?!    #   )/# via $$1\n/g; s/\n    #   -c requirements-dev\.lock(?=\n)//g' \
 		requirements-stages.lock requirements.txt
 
-# Fast feedback, no lab and no engine needed: lint, format, types, import layers, and every test
-# marked neither `lab` nor `real` (tests/conftest.py marks them).
+# Fast feedback (under a minute warm on 2 cores), no lab and no engine needed: lint, format, types,
+# import layers, and every test marked neither `lab` nor `real` nor `slow` (tests/conftest.py marks
+# the first two; `slow`: an S3 server, a whole command line in a subprocess, hundreds of hypothesis
+# examples). ruff, mypy and import-linter keep their caches (.ruff_cache, .mypy_cache,
+# .import_linter_cache), so a warm run re-checks only what changed.
 check: $(DEV_VENV)/.installed
 	$(DEV_VENV)/bin/ruff check --no-fix .
 	$(DEV_VENV)/bin/ruff format --check --diff .
 	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS)
 	if [ -f .importlinter ]; then $(DEV_VENV)/bin/lint-imports; fi
-	$(DEV_PY) -m pytest -m "not lab and not real" -n $(PYTEST_WORKERS)
+	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS)
 
-# Everything: `make check`, then the lab's own environments and the tests that run the lab graph
-# (one at a time: each starts a graph of processes), then the real tier (the engine's tools, one
-# local cluster for the session). pytest's exit status 5 (no test collected) is a failure
-# (tests/conftest.py).
+# Everything, each test once: `make check`, the `slow` tests, then the lab's own environments and
+# the tests that run the lab graph (one at a time: each starts a graph of processes), then the real
+# tier (the engine's tools, one local cluster for the session). pytest's exit status 5 (no test
+# collected) is a failure (tests/conftest.py); so is a test past its time limit (pytest-timeout:
+# pyproject.toml, and tests/conftest.py for the lab and real tiers).
 test: check lab-setup
+	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS)
 	$(DEV_PY) -m pytest -m lab
 	$(MAKE) real
 

@@ -1,7 +1,9 @@
 """Shared fixtures: the real Pulumi program run in-process under mocks (see tools/offline.py), and
 the real local lab graph. Tests marked `lab` (marker declared in pyproject.toml) start Dynamo
 processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run. Tests marked
-`real` (tests/real/) run the real engine against a local cluster, and never skip."""
+`real` (tests/real/) run the real engine against a local cluster, and never skip. Tests marked
+`slow` (each where it is, and every test on moto's S3 server here) are left out of `make check`
+and run by `make test`."""
 
 from __future__ import annotations
 
@@ -88,18 +90,28 @@ def start_graph(lab_install: LabInstall, tmp_path: Path) -> Iterator[Callable[..
 
 
 REAL_TIER = Path(__file__).resolve().parent / "real"
+TIER_TIMEOUTS = {"lab": 1200, "real": 1800}
+"""pytest-timeout's limit per test of a tier, in seconds, where pyproject.toml's default (120 s,
+the unit tiers) is too short: a lab test runs whole A/Bs (up to about 10 min on a busy host,
+docs/lab.md), a real test `pulumi up`s and destroys stacks against a local cluster (minutes,
+docs/engine.md). A test's own `@pytest.mark.timeout` still wins."""
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test that needs the lab is marked `lab`, every test of tests/real/ `real`, so `make
-    check` (`-m "not lab and not real"`) runs neither and `make test` runs each tier once. First,
-    before `-m` deselects."""
+    check` (`-m "not lab and not real and not slow"`) runs neither and `make test` runs each tier
+    once; a lab or real test gets its tier's time limit. First, before `-m` deselects."""
     for item in items:
         if "lab_install" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
         if REAL_TIER in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.real)
+        if "endpoint" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)  # moto's S3 server (tests/stages/conftest.py)
+        tier = next((name for name in TIER_TIMEOUTS if item.get_closest_marker(name)), None)
+        if tier and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[tier]))
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -15,6 +15,7 @@ import io
 import json
 import os
 import signal
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -29,18 +30,24 @@ class Hang(Exception):
 
 @contextlib.contextmanager
 def no_hang(seconds: int = HANG_SECONDS) -> Iterator[None]:
-    """Raise `Hang` in the block after `seconds` (main thread only, as pytest runs tests)."""
+    """Raise `Hang` in the block after `seconds` (main thread only, as pytest runs tests). The
+    test's own time limit (pytest-timeout's alarm, the same timer) is set again afterwards, less
+    the time the block took."""
 
     def alarm(signum: int, frame: object) -> None:
         raise Hang(f"still running after {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, alarm)
-    signal.alarm(seconds)
+    outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+    started = time.monotonic()
     try:
         yield
     finally:
-        signal.alarm(0)
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if outer:
+            left = outer - (time.monotonic() - started)
+            signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
 
 
 def record(family: str, **outcomes: int) -> None:

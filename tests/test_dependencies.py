@@ -13,6 +13,7 @@ These tests run in `.venv-dev`: the installed distributions' metadata is the dev
 from __future__ import annotations
 
 import ast
+import itertools
 import re
 import subprocess
 import sys
@@ -221,6 +222,7 @@ def test_the_installed_packages_are_the_dev_lock() -> None:
 # --- what the code imports ----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("group", "code"),
     [("deploy", DEPLOY_CODE), ("stages", STAGES_CODE), ("dev", DEV_CODE)],
@@ -285,6 +287,7 @@ def test_the_dev_venv_installs_the_dev_lock() -> None:
     assert recipe == ["$(call new_venv,$(DEV_VENV),requirements-dev.lock)"]
 
 
+@pytest.mark.slow
 def test_no_tests_collected_fails_the_run() -> None:
     """pytest's exit status 5 (nothing collected or all deselected) becomes 1 (tests/conftest.py),
     so a `make check` or `make test` that runs no test fails. Without that hook it would be 5."""
@@ -306,6 +309,52 @@ def test_no_tests_collected_fails_the_run() -> None:
     assert without_hook.returncode == pytest.ExitCode.NO_TESTS_COLLECTED, without_hook.stdout
     assert with_hook.returncode == 1, with_hook.stdout + with_hook.stderr
     assert "no test ran" in with_hook.stderr
+
+
+TIERS = ("lab", "real", "slow")
+"""The markers that decide which Makefile target runs a test (pyproject.toml declares them)."""
+
+
+def pytest_selections(target: str) -> list[str]:
+    """The `-m` expressions of the pytest runs a Makefile target starts, its prerequisites' and
+    `$(MAKE) <target>` lines' first, in order."""
+    prerequisites, recipe = makefile_rule(target)
+    selections = []
+    for name in prerequisites.split():
+        if not name.startswith("$("):
+            selections += pytest_selections(name)
+    for line in recipe:
+        if made := re.fullmatch(r"\$\(MAKE\) (\S+)", line):
+            selections += pytest_selections(made[1])
+        elif " -m pytest" in line:
+            found = re.search(r' -m pytest -m (?:"([^"]+)"|(\S+))', line)
+            assert found, f"{target}: a pytest run without -m: {line}"
+            selections.append(found[1] or found[2])
+    return selections
+
+
+def runs_of(selections: list[str], markers: set[str]) -> int:
+    """How many of the `-m` expressions select a test carrying exactly `markers` of the tiers."""
+    tiers = {name: name in markers for name in TIERS}
+    return sum(bool(eval(selection, {"__builtins__": {}}, tiers)) for selection in selections)
+
+
+def test_make_test_runs_every_test_once_and_make_check_only_the_fast_ones() -> None:
+    """Whatever its tier markers, a test runs once in `make test` (lab and real exclude each other:
+    a lab test starts the lab graph, a real one the engine); `make check` runs the unmarked ones."""
+    check, everything = pytest_selections("check"), pytest_selections("test")
+    assert everything[: len(check)] == check, "make test starts with make check"
+    for count in range(len(TIERS) + 1):
+        for markers in map(set, itertools.combinations(TIERS, count)):
+            if {"lab", "real"} <= markers:
+                continue
+            assert runs_of(everything, markers) == 1, (markers, everything)
+            assert runs_of(check, markers) == (markers == set()), (markers, check)
+
+
+def test_the_tier_check_fails_a_test_run_twice_or_never() -> None:
+    assert runs_of(["not lab and not real", "slow"], {"slow"}) == 2
+    assert runs_of(["not lab and not real and not slow", "lab"], {"slow"}) == 0
 
 
 def test_tests_that_need_the_lab_are_marked_lab(request: pytest.FixtureRequest) -> None:

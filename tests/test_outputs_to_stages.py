@@ -53,6 +53,7 @@ def test_smoke_dry_run_takes_the_engines_outputs(
     assert all(o["metadata"]["namespace"] == outputs["namespace"] for o in objects)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stack", GRAPH_STACKS)
 def test_perf_dry_run_takes_the_engines_outputs(
     stack: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]

@@ -508,6 +508,7 @@ def pure_objects(parsed: StackSettings) -> list[Manifest]:
     return objects
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(stack_configs())
 def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accepts(
@@ -603,6 +604,7 @@ def assert_deployable(run: ProgramRun) -> None:
     assert api_server_problems(objects) == []
 
 
+@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(stack_configs())
 def test_the_program_refuses_before_registering_anything_or_deploys_valid_objects(

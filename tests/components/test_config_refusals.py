@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ def refusal(raw: dict[str, str]) -> str:
     return ""
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(key=st.sampled_from(TEXT_KEYS), shape=shapes, canary=canaries, as_list=st.booleans())
 def test_a_credential_in_any_plain_key_is_refused_naming_it(
@@ -72,6 +74,7 @@ SYSTEM = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None)
 @given(namespace=SYSTEM, create=st.sampled_from(["true", "false"]))
 def test_a_namespace_the_cluster_owns_is_refused(namespace: str, create: str) -> None:
@@ -89,6 +92,7 @@ BOUNDS = {
 }
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(
     key=st.sampled_from(sorted(BOUNDS)),
@@ -116,6 +120,7 @@ def test_an_oversized_value_is_refused_naming_the_key() -> None:
     assert f"{PROJECT}:kubeContext: 64 KiB, at most 64 KiB" in message
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(key=st.sampled_from(TEXT_KEYS), typo=st.sampled_from(["drop", "swap", "case"]))
 def test_a_typo_under_the_project_namespace_names_the_nearest_key(key: str, typo: str) -> None:

@@ -124,6 +124,7 @@ surroundings = st.sampled_from(
 words = st.text("abcdefghijklmnopqrstuvwxyz .,:-_/=\n", max_size=30)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(case=credentials(), around=surroundings, before=words, after=words)
 def test_a_planted_credential_never_survives_the_masker(

@@ -87,6 +87,7 @@ def lay_out(folder: Path, outside: Path, state: dict) -> None:
         (folder / MARKER_FILE).write_text("\x00not json")
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

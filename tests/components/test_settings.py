@@ -225,6 +225,7 @@ def test_values_the_api_server_would_reject_are_refused_naming_the_key(
     assert fix in message, message
 
 
+@pytest.mark.slow
 def test_registry_values_are_checked_too() -> None:
     message = refused(
         "Invalid stack config",

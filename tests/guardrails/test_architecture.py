@@ -40,11 +40,13 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_every_import_contract_is_kept() -> None:
     result = lint_imports(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
+@pytest.mark.slow
 def test_a_back_arrow_breaks_a_contract(tmp_path: Path) -> None:
     for name in (*PACKAGES, ".importlinter"):
         source = ROOT / name

@@ -125,6 +125,9 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = workflow("ci.yml")
     assert {"pull_request", "push"} <= set(ci["on"])
     assert [step["run"] for step in steps("ci.yml", "test") if "run" in step] == ["make test"]
+    # `make test` starts with `make check`: no other job runs it again.
+    runs = [step["run"] for job in ci["jobs"] for step in steps("ci.yml", job) if "run" in step]
+    assert runs == ["make test"], runs
 
 
 def test_secrets_reach_steps_only_through_env_and_are_never_echoed() -> None:

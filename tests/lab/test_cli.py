@@ -26,6 +26,7 @@ def run_lab(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["ab", "up"])
 def test_every_command_has_help(command: str) -> None:
     result = run_lab(command, "--help")
@@ -34,6 +35,7 @@ def test_every_command_has_help(command: str) -> None:
     assert result.stdout.startswith(f"usage: python -m lab {command}")
 
 
+@pytest.mark.slow
 def test_ab_without_the_lab_installed_says_how_to_install_it(tmp_path: Path) -> None:
     result = run_lab("ab", "--out", str(tmp_path), env=os.environ | {"LAB_HOME": str(tmp_path)})
 

@@ -77,6 +77,7 @@ def watch_fake_pip(tmp_path: Path, status: int) -> subprocess.CompletedProcess[s
     )
 
 
+@pytest.mark.slow
 def test_an_install_says_how_far_it_got_and_how_long_it_took(tmp_path: Path) -> None:
     result = watch_fake_pip(tmp_path, status=0)
 
@@ -89,5 +90,6 @@ def test_an_install_says_how_far_it_got_and_how_long_it_took(tmp_path: Path) -> 
     assert lines[-1].startswith("lab setup: demo-venv: installing 2 packages (0m0")
 
 
+@pytest.mark.slow
 def test_a_failed_install_is_its_status(tmp_path: Path) -> None:
     assert watch_fake_pip(tmp_path, status=3).returncode == 3

@@ -32,6 +32,7 @@ def test_the_probes_numbers_are_recorded() -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_probe_measures_this_host() -> None:
     measured = probe_host(seconds=1.0)
 

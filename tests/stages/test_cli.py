@@ -22,6 +22,7 @@ from tests.stages.conftest import FIXTURES, lab_outputs_for
 REPO = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["smoke", "perf", "report", "archive"])
 def test_every_stage_has_help(stage: str) -> None:
     result = subprocess.run(
@@ -126,6 +127,7 @@ def test_cluster_outputs_with_a_loopback_frontend_are_refused_before_any_job(
     assert "loopback address inside the pod" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_report_from_two_results_files(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for name in ("results-round-robin.json", "results-session-affinity.json"):
         shutil.copy(FIXTURES / name, tmp_path / name)

@@ -31,6 +31,7 @@ from tests.stages.cluster.fakes import FakeCluster, cluster_outputs, succeeded
 from tests.stages.conftest import lab_outputs_for
 from tests.stages.test_cli import LOCAL
 
+pytestmark = pytest.mark.slow  # every test here runs hundreds of command lines (hypothesis)
 STATUSES = {code for code, _ in EXIT_STATUSES}
 SECRET = "hunter2-" + "0123456789"  # a password in generated URLs: it must never be shown
 PROPERTIES = settings(

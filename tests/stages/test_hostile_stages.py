@@ -177,6 +177,7 @@ NUMERIC = {
 """Each numeric option of `perf`, and the largest value it takes."""
 
 
+@pytest.mark.slow
 @PROPERTIES
 @given(
     option=st.sampled_from(sorted(NUMERIC)),
@@ -335,6 +336,7 @@ def test_report_refuses_the_project_folder(tmp_path: Path) -> None:
     assert status == 2 and "is the project's own folder" in err
 
 
+@pytest.mark.slow
 def test_report_writes_its_own_folder_again(tmp_path: Path) -> None:
     argv = report_argv(tmp_path / "r")
     assert run_command("user files (stages)", stages_main, argv)[0] == 0

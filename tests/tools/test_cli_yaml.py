@@ -153,6 +153,7 @@ stack_texts = st.one_of(
 )
 
 
+@pytest.mark.slow
 @settings(
     max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )

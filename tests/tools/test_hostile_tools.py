@@ -67,6 +67,7 @@ USER_FILES = {
 }
 
 
+@pytest.mark.slow
 @PROPERTIES
 @given(names=st.lists(st.sampled_from(sorted(USER_FILES)), min_size=1, unique=True))
 def test_the_render_never_replaces_a_users_file(

@@ -111,6 +111,7 @@ def run(
     return run_ab(target, an_ab_run(tmp_path, keep), said.append), said
 
 
+@pytest.mark.slow
 def test_one_graph_at_a_time_in_the_recipes_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

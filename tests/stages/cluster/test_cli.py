@@ -55,6 +55,7 @@ def use_fake(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Frame]], FakeClu
     return install
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("stage", ["smoke", "perf", "report"])
 def test_help_documents_the_exit_codes(stage: str) -> None:
     result = subprocess.run(

@@ -200,6 +200,7 @@ def kubeconfig(tmp_path: Path, server: str, context: str = "h200-cluster") -> Pa
     return path
 
 
+@pytest.mark.slow
 def test_the_smoke_stage_runs_through_the_real_client(
     api_server: tuple[str, ApiState], tmp_path: Path
 ) -> None:

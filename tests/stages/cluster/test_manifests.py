@@ -197,6 +197,7 @@ def test_perf_prefers_the_frontends_node(outputs: StackOutputs) -> None:
     }
 
 
+@pytest.mark.slow
 def test_no_secret_anywhere(outputs: StackOutputs) -> None:
     manifests = all_manifests(outputs)
     text = cluster_jobs.to_yaml(manifests)
@@ -288,6 +289,7 @@ def test_the_recipe_sweep_fits_a_config_map(outputs: StackOutputs) -> None:
     assert size < cluster_jobs.CONFIG_MAP_LIMIT_BYTES
 
 
+@pytest.mark.slow
 def test_a_workload_too_large_for_a_config_map_is_bad_usage() -> None:
     # Under the request bound of `check_cluster_workload`, but random pauses compress badly.
     huge = RECIPE_WORKLOAD.model_copy(

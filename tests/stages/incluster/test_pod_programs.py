@@ -84,6 +84,7 @@ def run_smoke_program(tmp_path: Path, frontend_port: int, wait_seconds: float) -
     )
 
 
+@pytest.mark.slow
 def test_the_smoke_program_says_the_frontend_is_not_ready(tmp_path: Path) -> None:
     run = run_smoke_program(tmp_path, free_port(), wait_seconds=1)
 
@@ -92,6 +93,7 @@ def test_the_smoke_program_says_the_frontend_is_not_ready(tmp_path: Path) -> Non
     assert "did not list tiny-llama within 1 s" in run.last_line
 
 
+@pytest.mark.slow
 def test_the_smoke_program_fails_an_empty_answer_after_serving_the_video(
     tmp_path: Path, empty_frontend: int
 ) -> None:
@@ -103,6 +105,7 @@ def test_the_smoke_program_fails_an_empty_answer_after_serving_the_video(
     assert "Smoke test passed" not in run.log
 
 
+@pytest.mark.slow
 def test_the_smoke_program_refuses_a_broken_config(tmp_path: Path) -> None:
     run = run_program("smoke_pod.py", (SMOKE_CONFIG, b"{}"), tmp_path, lambda _: None)
 
@@ -110,6 +113,7 @@ def test_the_smoke_program_refuses_a_broken_config(tmp_path: Path) -> None:
     assert run.last_line.startswith("Smoke test FAILED: KeyError")
 
 
+@pytest.mark.slow
 def test_a_program_cannot_reach_site_packages(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

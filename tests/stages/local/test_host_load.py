@@ -26,6 +26,7 @@ def process(code: str) -> Iterator[subprocess.Popen[bytes]]:
         child.wait()
 
 
+@pytest.mark.slow
 def test_a_busy_loop_outside_the_run_is_the_others_demand() -> None:
     # The "run" is a sleeping process; this test's own busy child is not its descendant.
     with process("import time; time.sleep(30)") as run, process(SPIN.format(seconds=30)):
@@ -40,6 +41,7 @@ def test_a_busy_loop_outside_the_run_is_the_others_demand() -> None:
     assert load.seconds >= 2 and load.cores >= 1
 
 
+@pytest.mark.slow
 def test_the_runs_own_descendants_are_its_own() -> None:
     code = f"import subprocess, sys; subprocess.run([sys.executable, '-c', {SPIN.format(seconds=30)!r}])"
     with process(code) as run:

@@ -107,6 +107,7 @@ def sweep(
     return results, progress.getvalue()
 
 
+@pytest.mark.slow
 def test_a_sweep_runs_aiperf_per_level_and_parses_each(tmp_path: Path, frontend: int) -> None:
     results, progress = sweep(tmp_path, WRITE_FIXTURE, frontend)
 
@@ -119,6 +120,7 @@ def test_a_sweep_runs_aiperf_per_level_and_parses_each(tmp_path: Path, frontend:
     assert "(export concurrency=2 file=profile_export_aiperf.json" in progress
 
 
+@pytest.mark.slow
 def test_results_that_break_the_workload_fail_the_stage(tmp_path: Path, frontend: int) -> None:
     workload = MATCHING.model_copy(update={"output_tokens": 128})
 
@@ -128,6 +130,7 @@ def test_results_that_break_the_workload_fail_the_stage(tmp_path: Path, frontend
     assert (tmp_path / "perf" / "results.json").is_file()  # kept for inspection
 
 
+@pytest.mark.slow
 def test_aiperf_exiting_0_without_an_export_is_a_failure(tmp_path: Path, frontend: int) -> None:
     with pytest.raises(StageFailed, match="no profile_export_aiperf.json") as failure:
         sweep(tmp_path, 'echo "ZMQ socket failed"; exit 0', frontend)
@@ -135,6 +138,7 @@ def test_aiperf_exiting_0_without_an_export_is_a_failure(tmp_path: Path, fronten
     assert "ZMQ socket failed" in str(failure.value)
 
 
+@pytest.mark.slow
 def test_aiperf_failing_is_reported_with_its_status(tmp_path: Path, frontend: int) -> None:
     with pytest.raises(StageFailed, match="exit status 3"):
         sweep(tmp_path, "exit 3", frontend)
@@ -144,6 +148,7 @@ class _ListsAnotherModel(_ListsTheModel):
     model = "another-model"
 
 
+@pytest.mark.slow
 def test_a_frontend_that_never_lists_the_model_is_its_own_failure(tmp_path: Path) -> None:
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ListsAnotherModel)
     threading.Thread(target=server.serve_forever, daemon=True).start()
