@@ -28,8 +28,19 @@ def test_the_wrapper_modules_require_the_pinned_versions() -> None:
     assert f"k8s.io/kubernetes v{pins.KUBERNETES_VERSION}" in go_mod("kubernetes")
     assert f"go.etcd.io/etcd/server/v3 v{pins.ETCD_VERSION}" in go_mod("etcd")
     assert f"sigs.k8s.io/kwok v{pins.KWOK_VERSION}" in go_mod("kwok")
-    for wrapper in ("pulumi", "language-python", "kubernetes", "etcd", "kwok"):
+    seaweedfs = f"\tgithub.com/seaweedfs/seaweedfs {pins.SEAWEEDFS_MODULE_VERSION}"
+    assert seaweedfs in go_mod("seaweedfs")
+    for wrapper in ("pulumi", "language-python", "kubernetes", "etcd", "kwok", "seaweedfs"):
         assert (pins.WRAPPERS / wrapper / "go.sum").stat().st_size > 0, wrapper
+
+
+def test_seaweedfs_is_built_from_its_wrappers_tool_at_the_pinned_commit() -> None:
+    (weed,) = [tool for tool in pins.TOOLS if tool.name == "weed"]
+    commit = pins.SEAWEEDFS_MODULE_VERSION.rsplit("-", 1)[1]
+    assert f"\ntool {weed.package}\n" in go_mod("seaweedfs")
+    assert weed.version_vars == (
+        f"github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT={commit}",
+    )
 
 
 def test_every_kubernetes_staging_module_is_pinned_to_the_same_release() -> None:
@@ -76,6 +87,29 @@ def test_a_too_old_go_is_refused(tmp_path: Path) -> None:
     fake.chmod(0o755)
     with pytest.raises(go.EngineError, match=r"go1\.22\.5 is too old"):
         go.go_version({"PATH": str(tmp_path)})
+
+
+def test_building_one_tool_fills_only_its_slot(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(build, "go_version", lambda environ: "go1.26.8")
+    built: list[str] = []
+
+    def fake_build(builder: go.Builder, tool: pins.GoTool, dest: Path) -> None:
+        built.append(tool.name)
+        dest.write_text("binary")
+
+    monkeypatch.setattr(build, "build_tool", fake_build)
+    (weed,) = [tool for tool in pins.TOOLS if tool.name == "weed"]
+
+    paths = build.build_tools(tmp_path, ["weed"], out=lambda _: None)
+
+    slot = tmp_path / "tools" / f"weed-{pins.SEAWEEDFS_VERSION}-{weed.key('go1.26.8')}"
+    assert paths == {"weed": slot / "weed"} and built == ["weed"]
+    assert (slot / ".complete").is_file()
+    assert not list(tmp_path.glob("engine-*"))
+    with pytest.raises(go.EngineError, match="no pinned tool named minio"):
+        build.build_tools(tmp_path, ["minio"], out=lambda _: None)
 
 
 def test_a_warm_build_only_hashes_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

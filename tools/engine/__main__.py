@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 from tools.engine import __doc__ as package_doc
-from tools.engine.build import build
+from tools.engine.build import build, build_tools
 from tools.engine.go import EngineError
 from tools.engine.layout import Engine, cache_home, located
 
@@ -23,9 +23,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tools.engine", description=(package_doc or "").split("\n")[0]
     )
     parser.add_argument("command", choices=("build", "env", "path"))
+    parser.add_argument(
+        "tools", nargs="*", help="build: only these tools, into their slots (no engine assembled)"
+    )
     args = parser.parse_args(argv)
     home = cache_home()
     try:
+        if args.command == "build" and args.tools:
+            for name, binary in build_tools(home, args.tools).items():
+                print(f"{name}: {binary}")
+            return 0
         if args.command == "build":
             engine = build(home)
         else:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from tools.engine.go import Builder, elapsed, go_environment, go_version, say
+from tools.engine.go import Builder, EngineError, elapsed, go_environment, go_version, say
 from tools.engine.layout import Engine
 from tools.engine.pins import (
     KWOK_STAGES,
@@ -103,13 +103,7 @@ def build(
     builder = Builder(home, go_environment(home, environ), out)
     built: dict[str, Path] = {}
     for tool in TOOLS:
-        built[tool.name] = _cached_build(
-            home,
-            f"{tool.name}-{tool.version}-{tool.key(version)}",
-            tool.name,
-            out,
-            functools.partial(build_tool, builder, tool),
-        )
+        built[tool.name] = _cached_tool(home, tool, version, builder)
     pkey = provider_key(version)
     built[PROVIDER_BINARY] = _cached_build(
         home,
@@ -121,6 +115,33 @@ def build(
     _assemble(engine, built, home / "go" / "mod", builder)
     out(f"engine: ready in {engine.root} ({elapsed(time.monotonic() - started)})")
     return engine
+
+
+def build_tools(
+    home: Path,
+    names: Sequence[str],
+    out: Callable[[str], None] | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> dict[str, Path]:
+    """Only the named tools, each into its cached slot, without assembling an engine: a new tool
+    can be built (and timed) while another build fills the other slots."""
+    out = out or say
+    chosen = [tool for tool in TOOLS if tool.name in names]
+    if unknown := sorted(set(names) - {tool.name for tool in chosen}):
+        raise EngineError(f"engine: no pinned tool named {', '.join(unknown)}")
+    version = go_version(environ)
+    builder = Builder(home, go_environment(home, environ), out)
+    return {tool.name: _cached_tool(home, tool, version, builder) for tool in chosen}
+
+
+def _cached_tool(home: Path, tool: GoTool, go: str, builder: Builder) -> Path:
+    return _cached_build(
+        home,
+        f"{tool.name}-{tool.version}-{tool.key(go)}",
+        tool.name,
+        builder.out,
+        functools.partial(build_tool, builder, tool),
+    )
 
 
 def _cached_build(

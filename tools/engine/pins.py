@@ -32,6 +32,10 @@ PROVIDER_SDK_VERSION = "v4.24.0"
 KUBERNETES_VERSION = "1.37.2"
 ETCD_VERSION = "3.6.16"
 KWOK_VERSION = "0.8.0"
+# SeaweedFS, the real S3 server of the archive's real-tier test: the proxy serves its module only
+# at this pseudo-version (commit 7506e5f91cd6), whose weed/util/version says 4.53.
+SEAWEEDFS_VERSION = "4.53"
+SEAWEEDFS_MODULE_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
 
 _PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
 _KUBE_VERSION_VARS = (
@@ -86,6 +90,13 @@ TOOLS: tuple[GoTool, ...] = (
         for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
     ),
     GoTool("kwok", KWOK_VERSION, "kwok", "sigs.k8s.io/kwok/cmd/kwok"),
+    GoTool(
+        "weed",
+        SEAWEEDFS_VERSION,
+        "seaweedfs",
+        "github.com/seaweedfs/seaweedfs/weed",
+        ("github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=7506e5f91cd6",),
+    ),
 )
 
 PROVIDER_BINARY = "pulumi-resource-kubernetes"
