@@ -102,6 +102,7 @@ def test_kwoks_config_brings_back_its_own_stages_and_adds_the_graphs(tmp_path: P
     assert "{{ Now" not in status, "a status that changes on every pass would loop"
 
 
+@pytest.mark.slow  # reads and compares the whole CRD: seconds
 def test_the_crd_is_the_reference_one_without_its_conversion_webhook() -> None:
     crd = objects.dgd_crd()
     assert crd["metadata"]["name"] == "dynamographdeployments.nvidia.com"

@@ -29,6 +29,9 @@ from stages.cluster.run import ClusterOptions, run_cluster_smoke, smoke_objects
 from stages.errors import EXIT_CLUSTER_UNREACHABLE, ClusterUnreachable
 from tests.stages.cluster.fakes import cluster_outputs
 
+# A real HTTP server per test (its shutdown alone waits half a second): `make test` runs these.
+pytestmark = pytest.mark.slow
+
 COLLECTIONS = {"configmaps": "ConfigMap", "services": "Service", "jobs": "Job"}
 PASSED = "frontend lists nvidia/cosmos3-nano-reasoner\nSmoke test passed: a box moves\n"
 
@@ -200,7 +203,6 @@ def kubeconfig(tmp_path: Path, server: str, context: str = "h200-cluster") -> Pa
     return path
 
 
-@pytest.mark.slow
 def test_the_smoke_stage_runs_through_the_real_client(
     api_server: tuple[str, ApiState], tmp_path: Path
 ) -> None:
