@@ -9,8 +9,9 @@ program renders, as recorded in ../shared/reference/dynamo-cosmos3-facts.md sect
   components without it. The CRD's own CEL rule on `containers[*]` ("sidecar containers must
   specify a non-empty image") exempts `main`, so its image is checked here.
 
-They are hand-written, unlike the CEL rules (`crd_rules`), because the webhook is Go code that
-ships no machine-readable rules; a newer operator may add rules that are not checked here.
+They are hand-written, unlike the CRD's CEL rules (which the API server evaluates: `dry_run`),
+because the webhook is Go code that ships no machine-readable rules and no operator runs here; a
+newer operator may add rules that are not checked here.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 `load_graph_schema` reads the openAPIV3Schema out of a CRD file; `structural_to_json_schema`
 rewrites it as the JSON Schema the API server effectively enforces (a plain JSON-schema validator
-misreads a structural schema); `crd_schema_violations` reports what breaks it. The schema's CEL
-rules (`x-kubernetes-validations`) are evaluated by `crd_rules`, not here.
+misreads a structural schema); `crd_schema_violations` reports what breaks it. This is
+`tools.validate --offline`'s fallback, where no API server can be had: the CRD's CEL rules are
+not evaluated offline, and the check of record is the API server's (`tools.dry_run`), which
+`load_crd` reads the whole CRD for.
 """
 
 from __future__ import annotations
@@ -52,6 +54,34 @@ def load_graph_schema(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any
     CRD; `spec.versions[name=<version>].schema.openAPIV3Schema` is picked), a `kind: List` holding
     it, or a file that holds only the openAPIV3Schema object (YAML or JSON).
     """
+    for document in _documents(path):
+        if document.get("kind") == "CustomResourceDefinition":
+            return _version_schema(path, document, version)
+        if "properties" in document and "spec" in document["properties"]:
+            return dict(document)
+    raise CrdError(f"{path}: no CustomResourceDefinition {CRD_NAME} in it")
+
+
+def load_crd(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any]:
+    """The whole DGD CRD from a file, as an API server can install it: its kind, name and spec
+    (what `kubectl get crd -o yaml` adds beside them, such as status and resourceVersion, goes)."""
+    for document in _documents(path):
+        if document.get("kind") == "CustomResourceDefinition":
+            _version_schema(path, document, version)  # the DGD's, serving `version`
+            name = (document.get("metadata") or {}).get("name", CRD_NAME)
+            return {
+                "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": name},
+                "spec": dict(document["spec"]),
+            }
+    raise CrdError(
+        f"{path}: no whole CustomResourceDefinition {CRD_NAME} in it (the API server installs "
+        f"the whole CRD: `kubectl get crd {CRD_NAME} -o yaml`; a bare schema serves --offline)"
+    )
+
+
+def _documents(path: Path) -> Iterator[Mapping[str, Any]]:
     try:
         text = read_text(path, "CRD file")
         documents = [doc for doc in yaml.load_all(text, Loader=_YAML_LOADER) if doc]
@@ -59,12 +89,7 @@ def load_graph_schema(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any
         raise CrdError(f"cannot read a CRD: {error}") from None
     except (yaml.YAMLError, RecursionError) as error:
         raise CrdError(f"{path}: cannot read a CRD: {error}") from None
-    for document in _flatten_lists(documents):
-        if document.get("kind") == "CustomResourceDefinition":
-            return _version_schema(path, document, version)
-        if "properties" in document and "spec" in document["properties"]:
-            return dict(document)
-    raise CrdError(f"{path}: no CustomResourceDefinition {CRD_NAME} in it")
+    return _flatten_lists(documents)
 
 
 def _flatten_lists(documents: Iterable[Any]) -> Iterator[Mapping[str, Any]]:

@@ -2,11 +2,12 @@
 
 The checks (one module each) are told apart by the `check` field of what they report:
 
-* KUBERNETES_SCHEMA: a core object against the strict Kubernetes OpenAPI schema (`k8s_schemas`);
-* CRD_SCHEMA: the DynamoGraphDeployment against the CRD's structural schema (`crd_schema`);
-* CRD_CEL: a CEL rule of the CRD (`x-kubernetes-validations`) that fails or errors (`crd_rules`);
-* CEL_UNEVALUABLE: a CEL rule of the CRD this engine cannot compile or evaluate, by rule text and
-  schema path, so it is never skipped silently (`crd_rules`);
+* API_SERVER: what a real API server refused of the object on a server-side dry run, the check of
+  record (`dry_run`);
+* KUBERNETES_SCHEMA: a core object against the strict Kubernetes OpenAPI schema (`k8s_schemas`),
+  offline only;
+* CRD_SCHEMA: the DynamoGraphDeployment against the CRD's structural schema (`crd_schema`),
+  offline only;
 * ADMISSION: a rule of the Dynamo operator's validating webhook, which is no CEL rule of the CRD
   (`admission`).
 """
@@ -18,10 +19,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+API_SERVER = "api-server"
 KUBERNETES_SCHEMA = "kubernetes-schema"
 CRD_SCHEMA = "crd-schema"
-CRD_CEL = "crd-cel"
-CEL_UNEVALUABLE = "cel-unevaluable"
 ADMISSION = "operator-admission"
 
 PathPart = str | int

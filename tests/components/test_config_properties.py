@@ -7,10 +7,12 @@ breakers, secret-looking env items), checked two ways:
 
 * through the pure path (parse -> builders), each key alone and several keys at once:
   `parse_stack_config` raises nothing but `ConfigError`, whose every problem names a key and shows
-  nothing that may be secret; what it accepts builds objects that pass `tools.validate` (Kubernetes
-  schemas, the real DGD CRD schema and CEL rules when ../shared/reference/ has the CRD, the
-  operator's admission rules) and the API server's value rules, written again here from the
-  Kubernetes source (`api_server_problems`), apart from `components/k8s_values.py`;
+  nothing that may be secret; what it accepts builds objects that pass `tools.validate`'s offline
+  checks (Kubernetes schemas, the real DGD CRD's structural schema when ../shared/reference/ has
+  the CRD, the operator's admission rules) and the API server's value rules, written again here
+  from the Kubernetes source (`api_server_problems`), apart from `components/k8s_values.py`; the
+  real tier sends accepted configs' objects to the API server itself
+  (tests/real/test_server_validation.py);
 * through the real program under Pulumi mocks (`tools.offline.run_program`), fewer examples: a
   `pulumi.RunError` naming the offending keys with nothing registered, or manifests as above.
 
@@ -32,6 +34,8 @@ import pulumi
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from jsonschema.protocols import Validator
+from kubernetes.utils import parse_quantity
 
 from components import k8s_values as k8s
 from components.config_parser import ConfigError, parse_stack_config
@@ -48,7 +52,6 @@ from components.settings import PROJECT, StackSettings, qualified_stack_name
 from tests.components.test_settings import LEGAL_EDGES, TESTERS_ACCEPTED_BUT_INVALID
 from tests.conftest import NGC_KEY, _quiet_about_aborted_programs
 from tools import offline
-from tools.cel_quantity import Quantity
 from tools.mock_engine import ProgramRun
 from tools.render import rendered_objects
 from tools.stack_files import (
@@ -59,7 +62,12 @@ from tools.stack_files import (
     owns_layer,
     qualified,
 )
-from tools.validate import SHARED_CRD, GraphChecks, load_graph_checks, validate_objects
+from tools.validate import (
+    SHARED_CRD,
+    graph_schema_validator,
+    load_graph_schema,
+    offline_violations,
+)
 
 Manifest = dict[str, Any]
 MARK = "s3cr3tMARK"
@@ -104,8 +112,10 @@ def env_name_ok(value: str) -> bool:
 
 
 def quantity_value(value: object) -> Decimal | None:
+    """The official client's reading of a quantity (independent of `k8s_values`; looser than the
+    API server: it takes "1 Gi" and non-ASCII digits, which the real tier's dry run refuses)."""
     try:
-        return Quantity.parse(str(value)).value if isinstance(value, (str, int)) else None
+        return parse_quantity(value) if isinstance(value, (str, int)) else None
     except (ValueError, ArithmeticError):
         return None
 
@@ -479,15 +489,15 @@ def _strings(overrides: dict[str, Any]) -> Iterator[str]:
 
 
 @functools.cache
-def graph_checks() -> GraphChecks | None:
-    """The real DGD CRD's schema and CEL rules (../shared/reference/), loaded once."""
-    return load_graph_checks(SHARED_CRD) if SHARED_CRD.exists() else None
+def graph_checks() -> Validator | None:
+    """The real DGD CRD's structural schema (../shared/reference/), loaded once. Its CEL rules are
+    the API server's to judge: tests/real/test_server_validation.py."""
+    return graph_schema_validator(load_graph_schema(SHARED_CRD)) if SHARED_CRD.exists() else None
 
 
 @pytest.fixture(autouse=True, scope="module")
 def _crd_checks_loaded_before_any_example() -> None:
-    # Loading the CEL rules raises the recursion limit; hypothesis warns when that happens
-    # inside an example.
+    # Loaded once, before hypothesis times its first example.
     graph_checks()
 
 
@@ -527,7 +537,7 @@ def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accep
         return
     event("accepted")
     objects = pure_objects(parsed)
-    assert validate_objects(objects, graph_checks()) == []
+    assert offline_violations(objects, graph_checks()) == []
     assert api_server_problems(objects) == []
 
 
@@ -548,7 +558,7 @@ def test_each_key_alone_is_refused_clearly_or_lands_as_the_api_server_accepts(
         assert_refusal_is_clear(str(error), overrides)
         return
     objects = pure_objects(parsed)
-    assert validate_objects(objects, None) == []
+    assert offline_violations(objects, None) == []
     assert api_server_problems(objects) == []
 
 
@@ -600,7 +610,7 @@ def run_config(stack: str, overrides: dict[str, Any]) -> tuple[ProgramRun, pulum
 def assert_deployable(run: ProgramRun) -> None:
     objects = rendered_objects(run)
     assert objects, "an accepted config deploys something"
-    assert validate_objects(objects, graph_checks()) == []
+    assert offline_violations(objects, graph_checks()) == []
     assert api_server_problems(objects) == []
 
 

@@ -125,14 +125,16 @@ def up(
     engine: Engine,
     die_with_parent: bool = False,
     say: Callable[[str], None] = print,
+    crd: Path = objects.CRD_FILE,
 ) -> LocalCluster:
-    """Start a cluster in `folder` and return once it is usable (see the module docstring)."""
+    """Start a cluster in `folder` and return once it is usable (see the module docstring); its
+    DGD CRD is read from `crd` (the real one of ../shared/reference/ by default)."""
     began = time.monotonic()
     folder = folder.resolve()
     _claim_folder(folder)
     cluster = LocalCluster(folder, engine)
     try:
-        _start(cluster, die_with_parent, say)
+        _start(cluster, die_with_parent, say, crd)
     except BaseException:
         cluster.down()
         raise
@@ -183,7 +185,9 @@ def _claim_folder(folder: Path) -> None:
     (folder / OWNER_MARK).write_text("made by python -m tools.cluster up\n")
 
 
-def _start(cluster: LocalCluster, die_with_parent: bool, say: Callable[[str], None]) -> None:
+def _start(
+    cluster: LocalCluster, die_with_parent: bool, say: Callable[[str], None], crd: Path
+) -> None:
     """The control plane, then what the recipe needs of it; kwok last but one, because it must
     find the graph's kind served when it loads its Stages."""
     folder, engine = cluster.folder, cluster.engine
@@ -214,7 +218,7 @@ def _start(cluster: LocalCluster, die_with_parent: bool, say: Callable[[str], No
         components.kube_controller_manager(engine, pki, kubeconfig, ports),
     )
     launch("kube-scheduler", components.kube_scheduler(engine, kubeconfig, ports))
-    cluster.apply([objects.dgd_crd()])
+    cluster.apply([objects.dgd_crd(crd)])
     _wait_for(cluster, "the DGD CRD to be established", lambda: _established(cluster))
     launch("kwok", components.kwok(engine, kubeconfig, stages))
     say(f"cluster: control plane started ({', '.join(item.name for item in cluster.started)})")

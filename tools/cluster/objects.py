@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from tools.cluster.components import KWOK_NODE_SELECTOR
+from tools.crd_schema import load_crd
 
 REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
 CRD_FILE = REFERENCE / "nvidia.com_dynamographdeployments.yaml"
@@ -50,7 +51,9 @@ def kubeconfig(server: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
 
 
 def dgd_crd(path: Path = CRD_FILE) -> dict[str, Any]:
-    crd: dict[str, Any] = yaml.safe_load(path.read_text())
+    """The DGD CRD of `path` (the real one by default; `tools.validate --crd` gives the user's),
+    with no conversion webhook: no operator runs here to serve one."""
+    crd = load_crd(path)
     crd["spec"]["conversion"] = {"strategy": "None"}
     return crd
 

@@ -1,0 +1,449 @@
+"""The check of record (`tools.dry_run`): every rendered object as a server-side dry run on the
+local control plane, the real kube-apiserver with the real DGD CRD and its CEL rules.
+
+Each bad object the retired hand-written checks refused (a CRD rule broken, an unknown field, a
+duplicated list-map key, a wrong type, too many components) is sent here, and the API server
+itself refuses it at the same field; each valid variant they accepted, it accepts. A CEL rule a
+newer CRD adds fails `test_every_rule_on_create_has_a_breaking_mutation` until one is written.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from hypothesis import event, given, settings
+
+from components.config_parser import ConfigError, parse_stack_config
+from components.settings import PROJECT
+from tests.components.test_config_properties import pure_objects, shipped_config, stack_configs
+from tests.guardrails.conftest import Manifest, one_of_kind, rendered
+from tools import cluster as local
+from tools import validate
+from tools.admission import admission_violations
+from tools.cluster.objects import CRD_FILE
+from tools.dry_run import dry_run_violations
+from tools.engine.pins import KUBERNETES_VERSION
+from tools.stack_files import cli_value, qualified
+from tools.violations import API_SERVER, Violation
+
+DGD = "DynamoGraphDeployment"
+WORKER = "spec.components[1]"
+WORKER_MAIN = f"{WORKER}.podTemplate.spec.containers[0]"
+KV_POLICY = "spec.experimental.kvTransferPolicy"
+GMS = f"{WORKER}.experimental.gpuMemoryService"
+JOB = "Job/cosmos3-nano-reasoner-model-download"
+
+Mutation = Callable[[Manifest], None]
+Judge = Callable[[list[Manifest]], list[Violation]]
+
+
+@pytest.fixture(scope="module")
+def judge(local_cluster: local.LocalCluster) -> Judge:
+    return lambda objects: dry_run_violations(objects, local_cluster.kubeconfig)
+
+
+def graph() -> Manifest:
+    return one_of_kind(rendered("dev"), DGD)
+
+
+def worker(manifest: Manifest) -> dict[str, Any]:
+    component: dict[str, Any] = manifest["spec"]["components"][1]
+    return component
+
+
+def refused(violations: list[Violation]) -> set[tuple[str, str]]:
+    assert {v.check for v in violations} <= {API_SERVER}
+    return {(v.path, v.message) for v in violations}
+
+
+def found(violations: list[Violation], path: str, words: str) -> Violation:
+    matches = [v for v in violations if v.path == path and words in v.message]
+    assert matches, f"nothing at {path} saying {words!r}; got:\n" + "\n".join(map(str, violations))
+    return matches[0]
+
+
+# --- Every shipped stack is accepted -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stack", ["dev", "shared", "round-robin", "session-affinity"])
+def test_every_object_of_every_stack_is_accepted(stack: str, judge: Judge) -> None:
+    assert judge(rendered(stack)) == []
+
+
+# --- One breaking mutation per CEL rule of the CRD, refused by the API server ----------------------
+
+
+def _at(manifest: Manifest, path: list[Any]) -> Any:
+    for part in path:
+        manifest = manifest[part]
+    return manifest
+
+
+def _set(path: list[Any], value: object) -> Mutation:
+    def mutate(manifest: Manifest) -> None:
+        _at(manifest, path[:-1])[path[-1]] = copy.deepcopy(value)
+
+    return mutate
+
+
+def _add_components(*components: dict[str, Any]) -> Mutation:
+    def mutate(manifest: Manifest) -> None:
+        for fields in components:
+            main = {"name": "main", "image": "nvcr.io/x:1"}
+            component = {"podTemplate": {"spec": {"containers": [main]}}} | fields
+            manifest["spec"]["components"].append(copy.deepcopy(component))
+
+    return mutate
+
+
+def _kv_policy(**fields: Any) -> Mutation:
+    return _set(["spec", "experimental"], {"kvTransferPolicy": {"domain": "zone"} | fields})
+
+
+def _worker_experimental(**fields: Any) -> Mutation:
+    return _set(["spec", "components", 1, "experimental"], fields)
+
+
+EPP_CONFIG = {"configMapRef": {"name": "epp", "key": "config.yaml"}}
+CLIENT_POD = {"name": "client", "podTemplate": {"spec": {"containers": [{"name": "c"}]}}}
+LONG_PREFIX = ".".join(["a" * 63] * 4)  # a valid DNS subdomain of 255 characters
+WORKER_POD = ["spec", "components", 1, "podTemplate"]
+BACKEND = "nvidia.com/vllm-distributed-executor-backend"
+RESTART_MESSAGE = (
+    "spec.restart must be unset on create; set spec.restart.id after creation to request a restart"
+)
+
+BREAKING: dict[str, tuple[Mutation, set[tuple[str, str]]]] = {
+    "restart on create": (_set(["spec", "restart"], {"id": "r1"}), {("spec", RESTART_MESSAGE)}),
+    "two epp components": (
+        _add_components(*({"name": n, "type": "epp", "eppConfig": EPP_CONFIG} for n in "ab")),
+        {("spec.components", "at most one component may have type epp")},
+    ),
+    "names equal but for case": (
+        _add_components({"name": "WORKER"}),
+        {("spec.components", "component names must be unique case-insensitively")},
+    ),
+    "eppConfig on a worker": (
+        _set(["spec", "components", 1, "eppConfig"], EPP_CONFIG),
+        {(WORKER, "eppConfig may only be set when type is epp")},
+    ),
+    "eppConfig with neither source": (
+        _add_components({"name": "epp", "type": "epp", "eppConfig": {}}),
+        {
+            (
+                "spec.components[2].eppConfig",
+                "exactly one of configMapRef or config must be specified",
+            )
+        },
+    ),
+    "minAvailable above replicas": (
+        _set(["spec", "components", 1, "minAvailable"], 2),
+        {(WORKER, "minAvailable must be less than or equal to replicas unless replicas is 0")},
+    ),
+    "checkpoint job and checkpointRef": (
+        _worker_experimental(checkpoint={"enabled": True, "checkpointRef": "ck", "job": {}}),
+        {
+            (
+                f"{WORKER}.experimental.checkpoint",
+                "checkpoint.job cannot be set when checkpointRef is specified",
+            )
+        },
+    ),
+    "GMS client containers inter-pod": (
+        _worker_experimental(gpuMemoryService={"mode": "InterPod", "extraClientContainers": ["c"]}),
+        {(GMS, "extraClientContainers is only supported with mode=IntraPod")},
+    ),
+    "GMS client pods intra-pod (the default mode)": (
+        _worker_experimental(gpuMemoryService={"extraClientPods": [CLIENT_POD]}),
+        {
+            (GMS, "extraClientPods is only supported with mode=InterPod"),
+            (GMS, "extraClientPods is reserved for inter-pod GMS and is not implemented yet"),
+        },
+    ),
+    "backend annotation neither mp nor ray": (
+        _set([*WORKER_POD, "metadata"], {"annotations": {BACKEND: "uni"}}),
+        {
+            (
+                f"{WORKER}.podTemplate.metadata.annotations",
+                "podTemplate backend annotation must be mp or ray, case-insensitively",
+            )
+        },
+    ),
+    "sidecar without an image": (
+        lambda m: _at(m, [*WORKER_POD, "spec", "containers"]).append({"name": "sidecar"}),
+        {
+            (
+                f"{WORKER}.podTemplate.spec.containers[1]",
+                "sidecar containers must specify a non-empty image",
+            )
+        },
+    ),
+    "init container with an empty image": (
+        _set([*WORKER_POD, "spec", "initContainers"], [{"name": "init", "image": ""}]),
+        {
+            (
+                f"{WORKER}.podTemplate.spec.initContainers[0]",
+                "init containers must specify a non-empty image",
+            )
+        },
+    ),
+    "both labelKey and clusterTopologyName": (
+        _kv_policy(labelKey="topology.kubernetes.io/zone", clusterTopologyName="grove"),
+        {(KV_POLICY, "exactly one of labelKey or clusterTopologyName is required")},
+    ),
+    "preferred without a weight": (
+        _kv_policy(clusterTopologyName="grove", enforcement="preferred"),
+        {(KV_POLICY, "preferredWeight is required when enforcement is preferred")},
+    ),
+    "a weight, enforcement defaulted to required": (
+        _kv_policy(clusterTopologyName="grove", preferredWeight=0.5),
+        {(KV_POLICY, "preferredWeight may only be set when enforcement is preferred")},
+    ),
+    "labelKey prefix over 253 characters": (
+        _kv_policy(labelKey=f"{LONG_PREFIX}/zone"),
+        {(f"{KV_POLICY}.labelKey", "labelKey prefix must be 253 characters or less")},
+    ),
+}
+
+PASSING: dict[str, Mutation] = {
+    "backend annotation Ray": _set([*WORKER_POD, "metadata"], {"annotations": {BACKEND: "Ray"}}),
+    "minAvailable with replicas 0": lambda m: _at(m, ["spec", "components", 1]).update(
+        replicas=0, minAvailable=2
+    ),
+    "an epp component with its config": _add_components(
+        {"name": "epp", "type": "epp", "eppConfig": EPP_CONFIG}
+    ),
+    "GMS client containers, mode defaulted to IntraPod": _worker_experimental(
+        gpuMemoryService={"extraClientContainers": ["c"]}
+    ),
+    "preferred with a weight": _kv_policy(
+        labelKey="topology.kubernetes.io/zone", enforcement="preferred", preferredWeight=0.5
+    ),
+    "checkpointRef alone": _worker_experimental(checkpoint={"enabled": True, "checkpointRef": "c"}),
+}
+
+
+def rule_message(message: str) -> str:
+    """A CEL rule's own message out of the API server's `Invalid value: ["<value>": ]<message>`."""
+    rest = message.removeprefix("Invalid value: ")
+    if rest.startswith('"'):
+        _, end = json.JSONDecoder().raw_decode(rest)
+        rest = rest[end:].removeprefix(": ")
+    return rest
+
+
+def rule_messages(violations: list[Violation]) -> set[tuple[str, str]]:
+    """(field, rule message) of each refusal."""
+    return {(path, rule_message(message)) for path, message in refused(violations)}
+
+
+@pytest.mark.parametrize("case", sorted(BREAKING))
+def test_each_rule_is_refused_at_its_field(case: str, judge: Judge) -> None:
+    mutate, expected = BREAKING[case]
+    manifest = graph()
+    mutate(manifest)
+    assert rule_messages(judge([manifest])) == expected
+
+
+@pytest.mark.parametrize("case", sorted(PASSING))
+def test_valid_variants_are_accepted(case: str, judge: Judge) -> None:
+    manifest = graph()
+    PASSING[case](manifest)
+    assert judge([manifest]) == []
+
+
+def crd_rules_on_create() -> set[str]:
+    """The message of every CEL rule of the CRD's served v1beta1 schema that runs on create (a
+    transition rule, one that reads `oldSelf`, runs on update only)."""
+    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    messages: set[str] = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            for rule in node.get("x-kubernetes-validations", []):
+                if "oldSelf" not in rule["rule"] or "optionalOldSelf" in rule:
+                    messages.add(rule.get("message") or rule["rule"])
+            for value in node.values():
+                walk(value)
+        elif isinstance(node, list):
+            for value in node:
+                walk(value)
+
+    walk(version["schema"]["openAPIV3Schema"])
+    return messages
+
+
+def test_every_rule_on_create_has_a_breaking_mutation() -> None:
+    covered = {message for _, expected in BREAKING.values() for _, message in expected}
+    assert crd_rules_on_create() == covered, "the CRD's CEL rules changed: add them to BREAKING"
+
+
+# --- The schemas, strict field validation and the built-in types ------------------------------------
+
+
+def test_an_unknown_field_in_the_worker_container_is_refused(judge: Judge) -> None:
+    manifest = graph()
+    worker(manifest)["podTemplate"]["spec"]["containers"][0]["bogusField"] = "x"
+    (violation,) = judge([manifest])
+    assert violation.object == f"{DGD}/cosmos3-nano-reasoner-agg-h200-round-robin"
+    assert 'unknown field "' in violation.message and "bogusField" in violation.message
+
+
+def test_an_unknown_field_in_the_job_is_refused(judge: Judge) -> None:
+    job = one_of_kind(rendered("dev"), "Job")
+    job["spec"]["template"]["spec"]["containers"][0]["bogusField"] = 1
+    (violation,) = judge([job])
+    assert violation.object == JOB and "bogusField" in violation.message
+
+
+def test_every_refusal_of_every_object_is_reported(judge: Judge) -> None:
+    objects = rendered("dev")
+    job, manifest = one_of_kind(objects, "Job"), one_of_kind(objects, DGD)
+    job["spec"]["backoffLimit"] = -1
+    job["spec"]["completions"] = -2
+    worker(manifest)["replicas"] = -1
+    manifest["spec"]["components"][0]["name"] = "worker"
+    violations = judge(objects)
+    assert {v.object for v in violations} == {JOB, f"{DGD}/{manifest['metadata']['name']}"}
+    found(violations, "spec.backoffLimit", "greater than or equal to 0")
+    found(violations, "spec.completions", "greater than or equal to 0")
+    found(violations, "spec.components", "component names must be unique case-insensitively")
+
+
+def test_a_kind_the_server_does_not_serve_is_refused(judge: Judge) -> None:
+    (violation,) = judge([{"apiVersion": "v1", "kind": "Bogus", "metadata": {"name": "b"}}])
+    assert violation.message == "the API server serves no Bogus in v1"
+
+
+def test_duplicate_env_names_break_the_list_map(judge: Judge) -> None:
+    manifest = graph()
+    env = worker(manifest)["podTemplate"]["spec"]["containers"][0]["env"]
+    env.append({"name": "NIM_PRECISION", "value": "bf16"})
+    found(judge([manifest]), f"{WORKER_MAIN}.env[{len(env) - 1}]", "Duplicate value")
+
+
+def test_graph_metadata_is_object_meta(judge: Judge) -> None:
+    manifest = graph()
+    manifest["metadata"]["owner"] = "me"
+    (violation,) = judge([manifest])
+    assert "metadata.owner" in violation.message
+
+
+@pytest.mark.parametrize("size", ["64Gi", 68719476736])
+def test_int_or_string_fields_take_both(judge: Judge, size: object) -> None:
+    manifest = graph()
+    worker(manifest)["sharedMemorySize"] = size
+    worker(manifest)["podTemplate"]["spec"]["containers"][0]["resources"]["limits"]["cpu"] = 16
+    assert judge([manifest]) == []
+
+
+def test_int_or_string_fields_refuse_other_types(judge: Judge) -> None:
+    manifest = graph()
+    worker(manifest)["sharedMemorySize"] = True
+    assert judge([manifest]) != []
+
+
+def test_preserve_unknown_fields_keep_free_form_fields(judge: Judge) -> None:
+    manifest = graph()
+    override = {"apiVersion": "grove.io/v1alpha1", "value": {"anything": {"goes": [1, 2]}}}
+    worker(manifest)["providerOverride"] = override
+    assert judge([manifest]) == []
+    worker(manifest)["providerOverride"]["surprise"] = 1
+    (violation,) = judge([manifest])
+    assert "surprise" in violation.message
+
+
+def test_components_are_limited_to_the_crds_max_items(judge: Judge) -> None:
+    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    limit = spec["properties"]["components"]["maxItems"]
+    manifest = graph()
+    main = {"name": "main", "image": "nvcr.io/x:1"}
+    manifest["spec"]["components"] += [
+        {"name": f"extra{index}", "podTemplate": {"spec": {"containers": [main]}}}
+        for index in range(limit - 1)
+    ]
+    found(judge([manifest]), "spec.components", f"must have at most {limit} items")
+
+
+def test_namespaces_it_made_are_gone_and_others_kept(
+    judge: Judge, local_cluster: local.LocalCluster
+) -> None:
+    local_cluster.kubectl("create", "namespace", "kept-by-its-owner")
+    objects = rendered("dev")
+    for manifest in objects:
+        if manifest["kind"] != "Namespace":
+            manifest["metadata"]["namespace"] = "kept-by-its-owner"
+    assert judge(objects) == []
+    names = local_cluster.kubectl("get", "namespaces", "-o", "name").split()
+    assert "namespace/kept-by-its-owner" in names
+    assert "namespace/cosmos3-dev" not in names  # its Namespace object was a dry run only
+    local_cluster.kubectl("delete", "namespace", "kept-by-its-owner", "--wait=false")
+
+
+# --- What the program accepts, the API server accepts ----------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(config=stack_configs())
+def test_accepted_configs_build_objects_the_api_server_accepts(
+    config: tuple[str, dict[str, Any], bool], judge: Judge
+) -> None:
+    # The refusals (each naming its key) are `make check`'s: tests/components/.
+    stack, overrides, _ = config
+    raw = shipped_config(stack) | {qualified(k): cli_value(v) for k, v in overrides.items()}
+    try:
+        parsed = parse_stack_config(raw, {f"{PROJECT}:ngcApiKey"})
+    except ConfigError:
+        return
+    event("accepted")
+    assert judge(pure_objects(parsed)) == []
+
+
+def test_main_without_an_image_passes_the_crd_but_not_the_operators_admission_rule(
+    judge: Judge,
+) -> None:
+    # The CRD's sidecar rule exempts `main`; the operator's webhook refuses it (tools/admission.py).
+    manifest = graph()
+    del worker(manifest)["podTemplate"]["spec"]["containers"][0]["image"]
+    assert judge([manifest]) == []
+    assert [v.message for v in admission_violations(manifest)] == ["'main' needs an image"]
+
+
+# --- The command, with an API server of its own ------------------------------------------------------
+
+
+def test_the_command_judges_every_stack_on_an_api_server(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert validate.main(["--all"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"kube-apiserver {KUBERNETES_VERSION} with {validate.SHARED_CRD}: ")
+    assert "stack session-affinity: 1 objects, no violations" in out
+
+
+def test_the_command_uses_the_rules_of_the_crd_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A newer CRD's CEL rule applies without a code change (the API server evaluates it)."""
+    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    (served,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
+    spec = served["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    rule = {"rule": "self.components.size() <= 1", "message": "one component, please"}
+    spec["x-kubernetes-validations"] = [*spec.get("x-kubernetes-validations", []), rule]
+    crd["status"] = {"acceptedNames": {"kind": "ignored"}}  # as `kubectl get -o yaml` has it
+    (tmp_path / "crd.yaml").write_text(yaml.safe_dump(crd))
+    monkeypatch.setattr(validate, "example_render", lambda stack: (rendered(stack), {}))
+    assert validate.main(["--stack", "round-robin", "--crd", str(tmp_path / "crd.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert "stack round-robin: 1 violation(s) in 1 objects" in out
+    assert f"  {DGD}/cosmos3-nano-reasoner-agg-h200-round-robin: spec: Invalid value: " in out
+    assert "one component, please [api-server]" in out
