@@ -70,6 +70,9 @@ from tools.validate import (
 )
 
 Manifest = dict[str, Any]
+# Hypothesis runs the whole program on hundreds of generated configs: seconds in all.
+pytestmark = pytest.mark.slow
+
 MARK = "s3cr3tMARK"
 """Planted in every value of a key whose values may be secrets; a refusal must never show it."""
 SHOWN_MAX = 60
@@ -518,7 +521,6 @@ def pure_objects(parsed: StackSettings) -> list[Manifest]:
     return objects
 
 
-@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(stack_configs())
 def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accepts(
@@ -614,7 +616,6 @@ def assert_deployable(run: ProgramRun) -> None:
     assert api_server_problems(objects) == []
 
 
-@pytest.mark.slow
 @settings(max_examples=80, deadline=None)
 @given(stack_configs())
 def test_the_program_refuses_before_registering_anything_or_deploys_valid_objects(

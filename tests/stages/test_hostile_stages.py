@@ -27,6 +27,9 @@ from tests.stages.conftest import FIXTURES
 from tests.stages.test_cli import LOCAL
 from tests.tally import flag, run_command, texts_below
 
+# Hundreds of generated hostile cases (issue 20), each a whole command: seconds in all.
+pytestmark = pytest.mark.slow
+
 STATUSES = {code for code, _ in EXIT_STATUSES}
 PROPERTIES = settings(
     max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -177,7 +180,6 @@ NUMERIC = {
 """Each numeric option of `perf`, and the largest value it takes."""
 
 
-@pytest.mark.slow
 @PROPERTIES
 @given(
     option=st.sampled_from(sorted(NUMERIC)),
@@ -336,7 +338,6 @@ def test_report_refuses_the_project_folder(tmp_path: Path) -> None:
     assert status == 2 and "is the project's own folder" in err
 
 
-@pytest.mark.slow
 def test_report_writes_its_own_folder_again(tmp_path: Path) -> None:
     argv = report_argv(tmp_path / "r")
     assert run_command("user files (stages)", stages_main, argv)[0] == 0

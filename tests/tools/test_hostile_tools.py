@@ -23,6 +23,9 @@ from tests.conftest import _quiet_about_aborted_programs
 from tests.tally import flag, record, run_command, texts_below
 from tools import golden, layer_ready, render, validate
 
+# Hundreds of generated hostile cases (issue 20), each a whole command: seconds in all.
+pytestmark = pytest.mark.slow
+
 PROJECT = "cosmos3-nano-reasoner"
 PROPERTIES = settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -67,7 +70,6 @@ USER_FILES = {
 }
 
 
-@pytest.mark.slow
 @PROPERTIES
 @given(names=st.lists(st.sampled_from(sorted(USER_FILES)), min_size=1, unique=True))
 def test_the_render_never_replaces_a_users_file(
