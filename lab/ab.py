@@ -41,9 +41,9 @@ from lab.tools import lab_tools
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
-from stages.cluster.run import ClusterOptions
 from stages.core.results import RunConditions
 from stages.local.run import LocalTools
+from stages.targets import StageTarget, stage_target
 
 DEFAULT_OUT = Path("build/lab")
 ARCHIVE_BUCKET = "lab"
@@ -94,13 +94,17 @@ class LabAbTarget:
     """Extra `dynamo.mocker` arguments per profile (tests use them to break one graph)."""
     conditions: RunConditions = REAL_TIME
     name: str = "lab"
-    cluster: ClusterOptions = field(default_factory=ClusterOptions)
     running: dict[RoutingProfile, tuple[LabGraph, PeakMemory, float]] = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def local(self) -> LocalTools:
+        """The lab's tools at the time scale `prepare` chose."""
         return lab_tools(self.install, self.conditions)
+
+    def stage_target(self, outputs: StackOutputs) -> StageTarget:
+        """The stages as local processes against the graph, with the lab's tools."""
+        return stage_target(outputs, local=self.local)
 
     def stack(self, profile: RoutingProfile) -> str:
         return f"lab-{profile.value}"

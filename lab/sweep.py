@@ -26,11 +26,10 @@ from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import EngineSpeed
 from lab.time_scale import LAB_REFERENCE_CORES
 from lab.tools import lab_tools
-from stages import targets
-from stages.cluster.run import ClusterOptions
 from stages.core.results import LevelResult, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import StageError
+from stages.targets import stage_target
 
 MIN_VIDEOS = 2
 MODEL_WAIT_SECONDS = 60.0
@@ -110,6 +109,7 @@ class LabRunner:
         tools = lab_tools(spec.install, timing)
         results = []
         with LabGraph(spec, run_dir / "graph") as graph:
+            target = stage_target(graph.outputs, local=tools)
             for concurrency in sweep.concurrencies:
                 self.say(
                     f"{profile.value}: concurrency {concurrency}, "
@@ -118,13 +118,8 @@ class LabRunner:
                 )
                 workload = _level_workload(knobs, sweep, concurrency)
                 try:
-                    swept = targets.run_perf(
-                        graph.outputs,
-                        workload,
-                        run_dir / f"c{concurrency}",
-                        MODEL_WAIT_SECONDS,
-                        ClusterOptions(),
-                        tools,
+                    swept = target.run_perf(
+                        workload, run_dir / f"c{concurrency}", MODEL_WAIT_SECONDS
                     )
                 except StageError as error:
                     # The graph's own story of the failure, before its processes are stopped.

@@ -3,7 +3,7 @@
 Layers, each importing only those below it (checked by import-linter, `.importlinter`):
 
     cli, options          the command line (`python -m stages`)
-    targets               chooses where a stage's program runs, from the outputs' `target`
+    targets               the stage target (cluster or local), chosen once from the outputs' `target`
     cluster | local | archive
                           as Kubernetes Jobs | as local processes | results in S3
     core                  what every target shares: workload, AIPerf arguments, pod plans,

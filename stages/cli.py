@@ -7,10 +7,11 @@
     python -m stages archive push --stack round-robin --outputs outputs.json --stage perf ...
     python -m stages ab --archive-bucket my-results          # the whole A/B on a cluster
 
-The outputs' `target` chooses where smoke and perf run (`stages.targets`): `cluster` as Jobs in
-the stack's namespace; `lab` as local processes, through the lab (`python -m lab stage ...`),
-which passes in its tools. Each stage is one subcommand added by one `_add_<stage>` function.
-A stage's `--out` is its own (`components.output_folders`); its output is masked (`credentials`).
+The outputs' `target` chooses, once, where smoke and perf run (`stages.targets.stage_target`):
+`cluster` as Jobs in the stack's namespace; `lab` as local processes, through the lab (`python -m
+lab stage ...`), which passes in its tools. Each stage is one subcommand added by one
+`_add_<stage>` function. A stage's `--out` is its own (`components.output_folders`); its output
+is masked (`credentials`).
 
 Over 300 lines: one command line, every stage's subcommand beside the shared outputs,
 archive and exit-status handling they all go through; a stage is one `_add_<stage>` parser
@@ -28,7 +29,6 @@ from pathlib import Path
 from components.contract import OutputsError, StackOutputs
 from components.credentials import masked_output
 from components.output_folders import OutputFolderError, claimed_folder, os_error_reason
-from stages import targets
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
 from stages.archive.cli import ArchiveUsageError, archive_location, segment
@@ -57,6 +57,7 @@ from stages.options import (
     workload_from_args,
 )
 from stages.parsers import add_subcommands
+from stages.targets import stage_target
 
 DEFAULT_PERF_DIR = Path("build/perf")
 SMOKE_MODEL_WAIT_SECONDS = 60.0
@@ -82,28 +83,24 @@ def load_outputs(source: str) -> StackOutputs:
 
 
 def _smoke(args: argparse.Namespace, local: LocalTools | None) -> int:
-    outputs = load_outputs(args.outputs)
-    cluster = cluster_options(args)
+    target = stage_target(load_outputs(args.outputs), cluster_options(args), local)
     if args.dry_run:
-        print(targets.smoke_dry_run(outputs, args.wait_seconds, cluster, local))
+        print(target.smoke_dry_run(args.wait_seconds))
         return 0
-    answer = targets.run_smoke(outputs, args.wait_seconds, cluster, local)
+    answer = target.run_smoke(args.wait_seconds)
     print(f"Smoke test passed: {answer}")
     return 0
 
 
 def _perf(args: argparse.Namespace, local: LocalTools | None) -> int:
-    outputs = load_outputs(args.outputs)
-    workload = workload_from_args(
-        args, targets.default_workload(outputs, local), targets.recipe_workload(outputs, local)
-    )
-    out_dir = args.out or DEFAULT_PERF_DIR / outputs.profile.value
-    cluster = cluster_options(args)
+    target = stage_target(load_outputs(args.outputs), cluster_options(args), local)
+    workload = workload_from_args(args, target.default_workload(), target.recipe_workload())
+    out_dir = args.out or DEFAULT_PERF_DIR / target.outputs.profile.value
     if args.dry_run:
-        print(targets.perf_dry_run(outputs, workload, out_dir, args.wait_seconds, cluster, local))
+        print(target.perf_dry_run(workload, out_dir, args.wait_seconds))
         return 0
     with claimed_folder(out_dir, "python -m stages perf"):
-        results = targets.run_perf(outputs, workload, out_dir, args.wait_seconds, cluster, local)
+        results = target.run_perf(workload, out_dir, args.wait_seconds)
     print(f"perf results: {out_dir / 'results.json'} ({len(results.levels)} levels)")
     return 0
 

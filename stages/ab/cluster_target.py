@@ -19,7 +19,7 @@ from stages.ab.target import Say
 from stages.cluster.kubernetes_api import KubernetesApi
 from stages.cluster.run import ClusterOptions
 from stages.errors import UsageError
-from stages.local.run import LocalTools
+from stages.targets import StageTarget, stage_target
 
 PROFILE_STACKS = {
     RoutingProfile.ROUND_ROBIN: "round-robin",
@@ -37,7 +37,10 @@ class ClusterAbTarget:
     layer_stack: str = LAYER_STACK
     profile_stacks: dict[RoutingProfile, str] = field(default_factory=lambda: dict(PROFILE_STACKS))
     name: str = "cluster"
-    local: LocalTools | None = None
+
+    def stage_target(self, outputs: StackOutputs) -> StageTarget:
+        """Jobs in the stack's namespace, with the cluster options (a lab graph is refused)."""
+        return stage_target(outputs, self.cluster)
 
     def stack(self, profile: RoutingProfile) -> str:
         return self.profile_stacks[profile]

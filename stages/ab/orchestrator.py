@@ -18,7 +18,6 @@ from pathlib import Path
 
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from stages import targets
 from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
 from stages.ab.target import AbTarget, Say
 from stages.archive import ArchiveLocation, RunNotFoundError, RunRecord, Stage
@@ -29,6 +28,7 @@ from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import write_report
 from stages.core.workload import PerfWorkload
 from stages.errors import AbandonRun, StageError, UsageError
+from stages.targets import StageTarget
 
 ANSWER_FILE = "answer.txt"
 REHEARSAL_FILE = "rehearsal.txt"
@@ -167,11 +167,12 @@ def _run_profile(
     outputs = target.deploy(profile, say)
     say(f"{profile.value}: graph ready after {time.monotonic() - started:.0f} s")
     directory = run.profile_dir(profile)
+    stages = target.stage_target(outputs)
     if run.rehearse:
-        _rehearse_stages(target, run, outputs, directory, say)
+        _rehearse_stages(stages, run, directory, say)
         return
     smoke_dir = directory / "smoke"
-    answer = targets.run_smoke(outputs, run.smoke_wait_seconds, target.cluster, target.local)
+    answer = stages.run_smoke(run.smoke_wait_seconds)
     say(f"{profile.value}: Smoke test passed: {answer}")
     smoke_dir.mkdir(parents=True, exist_ok=True)
     (smoke_dir / ANSWER_FILE).write_text(answer + "\n")
@@ -180,9 +181,7 @@ def _run_profile(
     say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
     started = time.monotonic()
     perf_dir = directory / "perf"
-    targets.run_perf(
-        outputs, run.workload, perf_dir, run.perf_wait_seconds, target.cluster, target.local
-    )
+    stages.run_perf(run.workload, perf_dir, run.perf_wait_seconds)
     say(f"{profile.value}: sweep done in {time.monotonic() - started:.0f} s")
     _push(run, stack, Stage.PERF, outputs, perf_dir, say)
 
@@ -194,22 +193,12 @@ def _teardown_all(
         _teardown(target, profile, result, say)
 
 
-def _rehearse_stages(
-    target: AbTarget, run: AbRun, outputs: StackOutputs, directory: Path, say: Say
-) -> None:
+def _rehearse_stages(stages: StageTarget, run: AbRun, directory: Path, say: Say) -> None:
     """What smoke and perf would run against this graph, written where their results would go."""
+    outputs = stages.outputs
     rendered = {
-        "smoke": targets.smoke_dry_run(
-            outputs, run.smoke_wait_seconds, target.cluster, target.local
-        ),
-        "perf": targets.perf_dry_run(
-            outputs,
-            run.workload,
-            directory / "perf",
-            run.perf_wait_seconds,
-            target.cluster,
-            target.local,
-        ),
+        "smoke": stages.smoke_dry_run(run.smoke_wait_seconds),
+        "perf": stages.perf_dry_run(run.workload, directory / "perf", run.perf_wait_seconds),
     }
     for stage, text in rendered.items():
         path = directory / stage / REHEARSAL_FILE

@@ -2,7 +2,8 @@
 
 Two targets: a cluster (`stages.ab.cluster_target`, the stacks through Pulumi's Automation API)
 and the lab (`lab.ab`, graphs on this machine). The stages themselves run wherever the outputs a
-target's `deploy` returns say (`stages.targets`), with the tools and options the target carries.
+target's `deploy` returns say: its `stage_target` chooses once per graph (`stages.targets`), with
+the tools and options the target carries.
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ from typing import Protocol
 
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from stages.cluster.run import ClusterOptions
-from stages.local.run import LocalTools
+from stages.targets import StageTarget
 
 Say = Callable[[str], None]
 
@@ -24,14 +24,9 @@ class AbTarget(Protocol):
         """`cluster` or `lab`, for messages."""
         ...
 
-    @property
-    def cluster(self) -> ClusterOptions:
-        """How the stages reach a cluster (unused by the lab)."""
-        ...
-
-    @property
-    def local(self) -> LocalTools | None:
-        """The lab's tools (None for a cluster)."""
+    def stage_target(self, outputs: StackOutputs) -> StageTarget:
+        """Where the stages run against a graph `deploy` returned, chosen once per graph from its
+        outputs (`stages.targets.stage_target`), with the options or tools this target carries."""
         ...
 
     def stack(self, profile: RoutingProfile) -> str:

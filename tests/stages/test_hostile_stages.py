@@ -351,7 +351,9 @@ def test_a_second_perf_run_on_one_folder_is_refused_naming_the_first(
 
     outputs = tmp_path / "outputs.json"
     outputs.write_text(outputs_json())
-    monkeypatch.setattr(targets, "run_perf", lambda *a, **k: pytest.fail("a second run started"))
+    monkeypatch.setattr(
+        targets.ClusterTarget, "run_perf", lambda *a, **k: pytest.fail("a second run started")
+    )
     argv = ["perf", "--outputs", str(outputs), "--out", str(tmp_path / "perf")]
 
     with claimed_folder(tmp_path / "perf", "python -m stages perf"):
@@ -381,7 +383,7 @@ def test_a_failed_write_says_why(
     def refuse(*args: object, **kw: object) -> StackOutputs:
         raise OSError(code, os.strerror(code), str(tmp_path / "perf" / "results.json"))
 
-    monkeypatch.setattr(targets, "run_perf", refuse)
+    monkeypatch.setattr(targets.ClusterTarget, "run_perf", refuse)
     argv = ["perf", "--outputs", str(outputs), "--out", str(tmp_path / "perf")]
 
     status, _, err = run_command("causes (stages)", stages_main, argv)

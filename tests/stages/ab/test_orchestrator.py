@@ -20,11 +20,10 @@ from stages.ab.orchestrator import AbRun, run_ab
 from stages.ab.plan import Outcome
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation, Stage, list_runs
-from stages.cluster.run import ClusterOptions
 from stages.core.results import ProfileResults
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed, UsageError
-from stages.local.run import LocalTools
+from stages.targets import StageTarget
 from tests.stages.conftest import FIXTURES, lab_outputs_for
 
 RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
@@ -39,8 +38,15 @@ class ScriptedTarget:
     fail_deploy: RoutingProfile | None = None
     calls: list[str] = field(default_factory=list)
     name: str = "scripted"
-    cluster: ClusterOptions = field(default_factory=ClusterOptions)
-    local: LocalTools | None = None
+    stages: Stages | None = None
+    """What `stage_target` hands the orchestrator for each graph (`run` sets it)."""
+    chosen: list[str] = field(default_factory=list)
+    """The profiles a stage target was chosen for, in order."""
+
+    def stage_target(self, outputs: StackOutputs) -> StageTarget:
+        self.chosen.append(outputs.profile.value)
+        assert self.stages is not None, "give the target its stages"
+        return ScriptedStageTarget(outputs, self.stages)
 
     def stack(self, profile: RoutingProfile) -> str:
         return f"stack-{profile.value}"
@@ -66,11 +72,13 @@ class ScriptedTarget:
 
 @dataclass
 class Stages:
-    """Stand-ins for `targets.run_smoke`/`run_perf`; `fail_perf` breaks one profile's sweep."""
+    """Stand-ins for a stage target's smoke and perf; `fail_perf` breaks one profile's sweep;
+    `rendered` records the dry runs a rehearsal asks for."""
 
     calls: list[str]
     fail_perf: RoutingProfile | None = None
     interrupt_perf: RoutingProfile | None = None
+    rendered: list[str] = field(default_factory=list)
 
     def smoke(self, outputs: StackOutputs, *args: object) -> str:
         self.calls.append(f"smoke {outputs.profile.value}")
@@ -90,6 +98,36 @@ class Stages:
         return results
 
 
+@dataclass(frozen=True)
+class ScriptedStageTarget(StageTarget):
+    """A `StageTarget` for one graph that runs the scripted stages."""
+
+    outputs: StackOutputs
+    stages: Stages
+
+    def default_workload(self) -> PerfWorkload:
+        return WORKLOAD
+
+    def recipe_workload(self) -> PerfWorkload:
+        return WORKLOAD
+
+    def run_smoke(self, wait_seconds: float) -> str:
+        return self.stages.smoke(self.outputs)
+
+    def run_perf(
+        self, workload: PerfWorkload, out_dir: Path, wait_seconds: float
+    ) -> ProfileResults:
+        return self.stages.perf(self.outputs, workload, out_dir)
+
+    def smoke_dry_run(self, wait_seconds: float) -> str:
+        self.stages.rendered.append("smoke")
+        return "s"
+
+    def perf_dry_run(self, workload: PerfWorkload, out_dir: Path, wait_seconds: float) -> str:
+        self.stages.rendered.append("perf")
+        return "p"
+
+
 WORKLOAD = ProfileResults.load(FIXTURES / "results-round-robin.json").workload
 
 
@@ -102,21 +140,17 @@ def run(
     tmp_path: Path,
     target: ScriptedTarget,
     stages: Stages,
-    monkeypatch: pytest.MonkeyPatch,
     keep: bool = False,
 ) -> tuple[orchestrator.AbResult, list[str]]:
-    monkeypatch.setattr(orchestrator.targets, "run_smoke", stages.smoke)
-    monkeypatch.setattr(orchestrator.targets, "run_perf", stages.perf)
+    target.stages = stages
     said: list[str] = []
     return run_ab(target, an_ab_run(tmp_path, keep), said.append), said
 
 
 @pytest.mark.slow
-def test_one_graph_at_a_time_in_the_recipes_order(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_one_graph_at_a_time_in_the_recipes_order(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    result, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+    result, said = run(tmp_path, target, Stages(target.calls))
 
     assert target.calls == [
         "prepare",
@@ -129,6 +163,7 @@ def test_one_graph_at_a_time_in_the_recipes_order(
         "perf session-affinity",
         "teardown session-affinity",
     ]
+    assert target.chosen == ["round-robin", "session-affinity"]  # once per graph, not per stage
     assert result.passed and result.lines() == ["round-robin: passed", "session-affinity: passed"]
     assert "8 GPUs hold one graph at a time" in said[0]
     assert result.report is not None and "| Concurrency |" in result.report.read_text()
@@ -142,11 +177,9 @@ def test_one_graph_at_a_time_in_the_recipes_order(
     }
 
 
-def test_with_room_for_both_the_graphs_stay_until_the_end(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_with_room_for_both_the_graphs_stay_until_the_end(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=16)
-    result, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+    result, said = run(tmp_path, target, Stages(target.calls))
 
     assert target.calls[-2:] == ["teardown round-robin", "teardown session-affinity"]
     assert target.calls.index("deploy session-affinity") < target.calls.index(
@@ -155,11 +188,9 @@ def test_with_room_for_both_the_graphs_stay_until_the_end(
     assert "side by side" in said[0] and result.passed
 
 
-def test_a_failure_in_the_second_profile_and_a_resume(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_failure_in_the_second_profile_and_a_resume(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    first, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch)
+    first, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA))
 
     assert first.lines() == [
         "round-robin: passed",
@@ -169,7 +200,7 @@ def test_a_failure_in_the_second_profile_and_a_resume(
     assert not first.passed and first.report is None
 
     target.calls.clear()
-    second, _ = run(tmp_path, target, Stages(target.calls), monkeypatch)
+    second, _ = run(tmp_path, target, Stages(target.calls))
 
     assert target.calls == [
         "prepare",
@@ -185,11 +216,9 @@ def test_a_failure_in_the_second_profile_and_a_resume(
     assert second.passed and second.report is not None
 
 
-def test_after_a_failure_the_later_profiles_are_not_run(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_after_a_failure_the_later_profiles_are_not_run(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8, fail_deploy=RR)
-    result, _ = run(tmp_path, target, Stages(target.calls), monkeypatch)
+    result, _ = run(tmp_path, target, Stages(target.calls))
 
     assert result.lines() == [
         "round-robin: failed (round-robin did not come up)",
@@ -199,55 +228,46 @@ def test_after_a_failure_the_later_profiles_are_not_run(
     assert target.calls[-1] == "teardown round-robin"  # whatever it left is cleaned up
 
 
-def test_ctrl_c_takes_the_current_graph_down(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_ctrl_c_takes_the_current_graph_down(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    result, _ = run(tmp_path, target, Stages(target.calls, interrupt_perf=RR), monkeypatch)
+    result, _ = run(tmp_path, target, Stages(target.calls, interrupt_perf=RR))
 
     assert result.interrupted and result.report is None
     assert target.calls[-1] == "teardown round-robin"
     assert result.lines() == ["round-robin: failed (interrupted)", "session-affinity: not run"]
 
 
-def test_keep_leaves_every_graph_deployed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_keep_leaves_every_graph_deployed(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch, keep=True)
+    result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), keep=True)
     assert not result.passed
 
     assert not [call for call in target.calls if call.startswith("teardown")]
 
 
-def test_a_finished_run_does_nothing_but_find_its_report(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_finished_run_does_nothing_but_find_its_report(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    run(tmp_path, target, Stages(target.calls), monkeypatch)
+    run(tmp_path, target, Stages(target.calls))
     target.calls.clear()
 
-    again, said = run(tmp_path, target, Stages(target.calls), monkeypatch)
+    again, said = run(tmp_path, target, Stages(target.calls))
 
     assert target.calls == [] and again.passed
     assert any("already archived" in line for line in said)
 
 
-def test_a_graph_larger_than_the_cluster_is_refused_before_anything_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_graph_larger_than_the_cluster_is_refused_before_anything_runs(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=4, graph=8)
 
     with pytest.raises(UsageError, match="a graph needs 8 GPUs"):
-        run(tmp_path, target, Stages(target.calls), monkeypatch)
+        run(tmp_path, target, Stages(target.calls))
     assert target.calls == []
 
 
-def test_results_of_another_workload_are_not_compared(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_results_of_another_workload_are_not_compared(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    run(tmp_path, target, Stages(target.calls, fail_perf=SA), monkeypatch)
-    monkeypatch.setattr(orchestrator.targets, "run_smoke", Stages(target.calls).smoke)
-    monkeypatch.setattr(orchestrator.targets, "run_perf", Stages(target.calls).perf)
+    run(tmp_path, target, Stages(target.calls, fail_perf=SA))
+    target.stages = Stages(target.calls)
     changed = replace(an_ab_run(tmp_path), workload=WORKLOAD.model_copy(update={"seed": 7}))
 
     result = run_ab(target, changed, lambda _: None)
@@ -256,20 +276,9 @@ def test_results_of_another_workload_are_not_compared(
     assert result.report is None and "different workloads" in (result.report_failure or "")
 
 
-def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(tmp_path: Path) -> None:
     target = ScriptedTarget(gpus=8)
-    stages = Stages(target.calls)
-    monkeypatch.setattr(orchestrator.targets, "run_smoke", stages.smoke)
-    monkeypatch.setattr(orchestrator.targets, "run_perf", stages.perf)
-    rendered: list[str] = []
-    monkeypatch.setattr(
-        orchestrator.targets, "smoke_dry_run", lambda outputs, *_: rendered.append("smoke") or "s"
-    )
-    monkeypatch.setattr(
-        orchestrator.targets, "perf_dry_run", lambda outputs, *_: rendered.append("perf") or "p"
-    )
+    target.stages = stages = Stages(target.calls)
     rehearsal = replace(an_ab_run(tmp_path), rehearse=True)
 
     result = run_ab(target, rehearsal, lambda _: None)
@@ -281,7 +290,7 @@ def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(
         "deploy session-affinity",
         "teardown session-affinity",
     ]
-    assert rendered == ["smoke", "perf", "smoke", "perf"]
+    assert stages.rendered == ["smoke", "perf", "smoke", "perf"]
     assert result.passed and result.report is None
     for profile in (RR, SA):
         directory = rehearsal.profile_dir(profile)
