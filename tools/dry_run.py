@@ -9,7 +9,8 @@ where `kubectl` and the Pulumi provider would only warn). Nothing is persisted
 
 A dry run of a namespaced object needs its namespace to exist, so the namespaces the objects use
 are created first (after each Namespace object itself was dry-run) and deleted afterwards; a
-namespace that already existed is neither created nor deleted.
+namespace that already existed is neither created nor deleted. A Namespace object whose namespace
+exists is judged as an update (a server-side apply, dry run).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from kubernetes import config as kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import (
+    ConflictError,
     DynamicApiError,
     NotFoundError,
     ResourceNotFoundError,
@@ -35,8 +37,12 @@ DRY_RUN_QUERY = [("dryRun", "All"), ("fieldValidation", "Strict")]
 NAMESPACE_GONE_SECONDS = 60.0
 
 
-def dry_run_violations(objects: Sequence[Manifest], kubeconfig: Path) -> list[Violation]:
-    """What the API server behind `kubeconfig` refuses of `objects`, each created as a dry run."""
+def dry_run_violations(
+    objects: Sequence[Manifest], kubeconfig: Path, keep_namespaces: bool = False
+) -> list[Violation]:
+    """What the API server behind `kubeconfig` refuses of `objects`, each created as a dry run.
+    `keep_namespaces` leaves the namespaces made for them (a caller judging many object sets in
+    one throwaway cluster saves their deletion each time)."""
     api_client = kube_config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
     client = DynamicClient(api_client)  # type: ignore[no-untyped-call]
     namespace_api = client.resources.get(api_version="v1", kind="Namespace")
@@ -44,7 +50,7 @@ def dry_run_violations(objects: Sequence[Manifest], kubeconfig: Path) -> list[Vi
     for manifest in namespaces:  # one an earlier run deleted would refuse its own create
         _settled(namespace_api, _name(manifest))
     violations = [v for m in namespaces for v in _dry_run(client, m)]
-    with _namespaces_of(namespace_api, objects):
+    with _namespaces_of(namespace_api, objects, keep_namespaces):
         violations += [v for m in objects if m not in namespaces for v in _dry_run(client, m)]
     return violations
 
@@ -66,8 +72,28 @@ def _dry_run(client: DynamicClient, manifest: Manifest) -> list[Violation]:
             body=dict(manifest),
             query_params=DRY_RUN_QUERY,
         )
+    except ConflictError as error:
+        if manifest.get("kind") != "Namespace":
+            return refusal_violations(name, error.body)
+        return _applied(client, resource, manifest)  # it exists: judged as an update instead
     except DynamicApiError as error:
         return refusal_violations(name, error.body)
+    return []
+
+
+def _applied(client: DynamicClient, resource: Any, manifest: Manifest) -> list[Violation]:
+    """A server-side apply of `manifest` as a dry run, for an object that exists already."""
+    query = [*DRY_RUN_QUERY, ("fieldManager", "cosmos3-validate"), ("force", "true")]
+    try:
+        client.request(
+            "patch",
+            resource.path(name=_name(manifest)),
+            body=json.dumps(dict(manifest)),
+            query_params=query,
+            content_type="application/apply-patch+yaml",
+        )
+    except DynamicApiError as error:
+        return refusal_violations(object_name(manifest), error.body)
     return []
 
 
@@ -122,8 +148,9 @@ def _settled(api: Any, namespace: str) -> bool:
 
 
 @contextmanager
-def _namespaces_of(api: Any, objects: Sequence[Manifest]) -> Iterator[None]:
-    """The namespaces `objects` live in exist while the block runs; those made here go after."""
+def _namespaces_of(api: Any, objects: Sequence[Manifest], keep: bool) -> Iterator[None]:
+    """The namespaces `objects` live in exist while the block runs; those made here go after,
+    unless `keep`."""
     wanted = {_namespace(m) for m in objects if m.get("kind") != "Namespace"}
     made = [namespace for namespace in sorted(wanted) if not _settled(api, namespace)]
     for namespace in made:
@@ -131,5 +158,5 @@ def _namespaces_of(api: Any, objects: Sequence[Manifest]) -> Iterator[None]:
     try:
         yield
     finally:
-        for namespace in made:
+        for namespace in [] if keep else made:
             api.delete(name=namespace)

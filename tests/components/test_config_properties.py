@@ -9,10 +9,9 @@ breakers, secret-looking env items), checked two ways:
   `parse_stack_config` raises nothing but `ConfigError`, whose every problem names a key and shows
   nothing that may be secret; what it accepts builds objects that pass `tools.validate`'s offline
   checks (Kubernetes schemas, the real DGD CRD's structural schema when ../shared/reference/ has
-  the CRD, the operator's admission rules) and the API server's value rules, written again here
-  from the Kubernetes source (`api_server_problems`), apart from `components/k8s_values.py`; the
-  real tier sends accepted configs' objects to the API server itself
-  (tests/real/test_server_validation.py);
+  the CRD, the operator's admission rules); whether the API server accepts them is the real
+  tier's to show: it sends accepted configs' objects to the API server itself, whole configs
+  and each key alone (tests/real/test_server_validation.py);
 * through the real program under Pulumi mocks (`tools.offline.run_program`), fewer examples: a
   `pulumi.RunError` naming the offending keys with nothing registered, or manifests as above.
 
@@ -27,7 +26,6 @@ import functools
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from decimal import Decimal
 from typing import Any
 
 import pulumi
@@ -35,7 +33,6 @@ import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 from jsonschema.protocols import Validator
-from kubernetes.utils import parse_quantity
 
 from components import k8s_values as k8s
 from components.config_parser import ConfigError, parse_stack_config
@@ -112,82 +109,6 @@ def env_name_ok(value: str) -> bool:
     return (
         _whole(r"[-._a-zA-Z][-._a-zA-Z0-9]*", value) and not value.startswith("..") and value != "."
     )
-
-
-def quantity_value(value: object) -> Decimal | None:
-    """The official client's reading of a quantity (independent of `k8s_values`; looser than the
-    API server: it takes "1 Gi" and non-ASCII digits, which the real tier's dry run refuses)."""
-    try:
-        return parse_quantity(value) if isinstance(value, (str, int)) else None
-    except (ValueError, ArithmeticError):
-        return None
-
-
-def api_server_problems(objects: list[Manifest]) -> list[str]:
-    """What the API server would refuse in `objects` that no schema says: value rules."""
-    problems: list[str] = []
-    for obj in objects:
-        metadata = obj["metadata"]
-        where = f"{obj['kind']}/{metadata['name']}"
-        if not dns_label_ok(metadata.get("namespace", "ns")):
-            problems.append(f"{where}: namespace")
-        if obj["kind"] == "Namespace" and not dns_label_ok(metadata["name"]):
-            problems.append(f"{where}: name")
-        if obj["kind"] == "PersistentVolumeClaim":
-            if not dns_label_ok(metadata["name"]):
-                problems.append(f"{where}: name")
-            if not dns_subdomain_ok(obj["spec"]["storageClassName"]):
-                problems.append(f"{where}: storageClassName")
-            problems += _positive(where, obj["spec"]["resources"]["requests"]["storage"])
-        if obj["kind"] == "Job":
-            if not 1 <= obj["spec"]["activeDeadlineSeconds"] < 2**63:
-                problems.append(f"{where}: activeDeadlineSeconds")
-            problems += _pod_problems(where, obj["spec"]["template"]["spec"])
-        if obj["kind"] == "DynamoGraphDeployment":
-            for component in obj["spec"]["components"]:
-                if not 0 <= component["replicas"] <= 2**31 - 1:
-                    problems.append(f"{where}: replicas")
-                if "sharedMemorySize" in component:
-                    problems += _positive(where, component["sharedMemorySize"])
-                problems += _pod_problems(where, component["podTemplate"]["spec"])
-    return problems
-
-
-def _positive(where: str, value: object) -> list[str]:
-    amount = quantity_value(value)
-    return [] if amount is not None and amount > 0 else [f"{where}: quantity {value!r}"]
-
-
-def _pod_problems(where: str, pod: Manifest) -> list[str]:
-    problems = [
-        f"{where}: nodeSelector {key!r}={value!r}"
-        for key, value in pod.get("nodeSelector", {}).items()
-        if not (label_key_ok(key) and label_value_ok(value))
-    ]
-    for toleration in pod.get("tolerations", []):
-        key, operator, value = (
-            toleration.get("key", ""),
-            toleration["operator"],
-            toleration.get("value", ""),
-        )
-        bad_key = key != "" and not label_key_ok(key)
-        bad_operator = key == "" and operator != "Exists"
-        bad_value = not label_value_ok(value) if operator == "Equal" else value != ""
-        if bad_key or bad_operator or bad_value or toleration["effect"] not in k8s.TAINT_EFFECTS:
-            problems.append(f"{where}: toleration {toleration}")
-    for container in pod["containers"]:
-        image = container["image"]
-        if not image or image != image.strip():
-            problems.append(f"{where}: image")
-        problems += [
-            f"{where}: env name"
-            for entry in container.get("env", [])
-            if not env_name_ok(entry["name"])
-        ]
-        for part in ("requests", "limits"):
-            for resource, amount in container.get("resources", {}).get(part, {}).items():
-                problems += _positive(f"{where} {resource}", amount)
-    return problems
 
 
 # --- the per-rule unit tests ---------------------------------------------------------------------
@@ -540,7 +461,6 @@ def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accep
     event("accepted")
     objects = pure_objects(parsed)
     assert offline_violations(objects, graph_checks()) == []
-    assert api_server_problems(objects) == []
 
 
 @pytest.mark.parametrize("key", sorted(KEYS))
@@ -561,7 +481,6 @@ def test_each_key_alone_is_refused_clearly_or_lands_as_the_api_server_accepts(
         return
     objects = pure_objects(parsed)
     assert offline_violations(objects, None) == []
-    assert api_server_problems(objects) == []
 
 
 # --- the real program under Pulumi mocks ---------------------------------------------------------
@@ -613,7 +532,6 @@ def assert_deployable(run: ProgramRun) -> None:
     objects = rendered_objects(run)
     assert objects, "an accepted config deploys something"
     assert offline_violations(objects, graph_checks()) == []
-    assert api_server_problems(objects) == []
 
 
 @settings(max_examples=80, deadline=None)

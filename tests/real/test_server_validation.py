@@ -11,18 +11,26 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from hypothesis import event, given, settings
+from hypothesis import strategies as st
 
 from components.config_parser import ConfigError, parse_stack_config
 from components.settings import PROJECT
-from tests.components.test_config_properties import pure_objects, shipped_config, stack_configs
+from tests.components.test_config_properties import (
+    KEYS,
+    pure_objects,
+    shipped_config,
+    stack_configs,
+)
+from tests.components.test_settings import LEGAL_EDGES
 from tests.guardrails.conftest import Manifest, one_of_kind, rendered
+from tests.real.conftest import delete_namespaces
 from tools import cluster as local
 from tools import validate
 from tools.admission import admission_violations
@@ -44,8 +52,11 @@ Judge = Callable[[list[Manifest]], list[Violation]]
 
 
 @pytest.fixture(scope="module")
-def judge(local_cluster: local.LocalCluster) -> Judge:
-    return lambda objects: dry_run_violations(objects, local_cluster.kubeconfig)
+def judge(local_cluster: local.LocalCluster) -> Iterator[Judge]:
+    # The namespaces made for the objects stay until the module ends: deleting one takes the
+    # namespace controller seconds, which a next dry run in it would wait for.
+    yield lambda objects: dry_run_violations(objects, local_cluster.kubeconfig, True)
+    delete_namespaces(local_cluster)
 
 
 def graph() -> Manifest:
@@ -382,7 +393,7 @@ def test_namespaces_it_made_are_gone_and_others_kept(
     for manifest in objects:
         if manifest["kind"] != "Namespace":
             manifest["metadata"]["namespace"] = "kept-by-its-owner"
-    assert judge(objects) == []
+    assert dry_run_violations(objects, local_cluster.kubeconfig) == []
     names = local_cluster.kubectl("get", "namespaces", "-o", "name").split()
     assert "namespace/kept-by-its-owner" in names
     assert "namespace/cosmos3-dev" not in names  # its Namespace object was a dry run only
@@ -392,20 +403,48 @@ def test_namespaces_it_made_are_gone_and_others_kept(
 # --- What the program accepts, the API server accepts ----------------------------------------------
 
 
-@settings(max_examples=60, deadline=None)
-@given(config=stack_configs())
-def test_accepted_configs_build_objects_the_api_server_accepts(
-    config: tuple[str, dict[str, Any], bool], judge: Judge
-) -> None:
-    # The refusals (each naming its key) are `make check`'s: tests/components/.
-    stack, overrides, _ = config
+def objects_if_accepted(stack: str, overrides: dict[str, Any]) -> list[Manifest] | None:
+    """What the stack deploys with `overrides`, or None when the config is refused (the
+    refusals, each naming its key, are `make check`'s: tests/components/)."""
     raw = shipped_config(stack) | {qualified(k): cli_value(v) for k, v in overrides.items()}
     try:
         parsed = parse_stack_config(raw, {f"{PROJECT}:ngcApiKey"})
     except ConfigError:
-        return
-    event("accepted")
-    assert judge(pure_objects(parsed)) == []
+        return None
+    return pure_objects(parsed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(config=stack_configs())
+def test_accepted_configs_build_objects_the_api_server_accepts(
+    config: tuple[str, dict[str, Any], bool], judge: Judge
+) -> None:
+    stack, overrides, _ = config
+    objects = objects_if_accepted(stack, overrides)
+    event("refused" if objects is None else "accepted")
+    if objects is not None:
+        assert judge(objects) == []
+
+
+@pytest.mark.parametrize("key", sorted(KEYS))
+@settings(max_examples=4, deadline=None)
+@given(data=st.data())
+def test_each_key_alone_lands_as_the_api_server_accepts(
+    key: str, data: st.DataObject, judge: Judge
+) -> None:
+    value, _ = data.draw(KEYS[key])
+    objects = objects_if_accepted("dev", {key: value})
+    if objects is not None:
+        assert judge(objects) == []
+
+
+@pytest.mark.parametrize("overrides", LEGAL_EDGES)
+def test_legal_edge_values_deploy_objects_the_api_server_accepts(
+    overrides: dict[str, Any], judge: Judge
+) -> None:
+    objects = objects_if_accepted("dev", overrides)
+    assert objects is not None
+    assert judge(objects) == []
 
 
 def test_main_without_an_image_passes_the_crd_but_not_the_operators_admission_rule(
