@@ -105,7 +105,7 @@ real: engine $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed
 	$(DEV_PY) -m tools.netns -- $(DEV_PY) -m pytest -m real
 
 # The real tier's tools from the Go module proxy, into a cache outside the work tree keyed by
-# their versions ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 30 min cold on
+# their versions ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 45 min cold on
 # 2 cores, seconds warm. Standard library only, so it runs before any venv exists.
 engine:
 	$(PYTHON) -m tools.engine build

@@ -61,7 +61,7 @@ def located(home: Path, environ: Mapping[str, str] = os.environ) -> Engine:
     engine = Engine(home / f"engine-{engine_key(go_version(environ))}")
     if not engine.is_complete():
         raise EngineError(
-            f"engine: the pinned tools are not built in {home} (run `make engine`: about 30 min "
+            f"engine: the pinned tools are not built in {home} (run `make engine`: about 45 min "
             "cold on 2 cores, seconds warm)"
         )
     return engine
