@@ -43,7 +43,10 @@ class JobState:
 
     @property
     def failure(self) -> Condition | None:
-        return self.condition("Failed")
+        """`Failed`, or the `FailureTarget` that comes first: since Kubernetes 1.31 a Job past its
+        deadline or backoff limit is `FailureTarget` at once and `Failed` only once its pods are
+        gone (seen on kube-apiserver 1.37.2), which a stuck pod can delay for long."""
+        return self.condition("Failed") or self.condition("FailureTarget")
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,8 @@ class KubernetesApi:
             ) from None
         except HTTPError as error:
             raise ClusterUnreachable(
-                f"cannot reach the Kubernetes API to {action}: {error}"
+                f"cannot reach the Kubernetes API to {action}: {error}; is the cluster up, and "
+                "is it the kubeconfig's context? (pass --kubeconfig/--context)"
             ) from error
 
 
@@ -167,12 +168,23 @@ def explain_api_error(action: str, namespace: str, error: Any, show_body: bool =
         422: "the API server rejected the manifest",
     }
     hint = hints.get(status or 0, "")
-    body = str(getattr(error, "body", "") or "")[:300]
+    said = _status_message(getattr(error, "body", "")) if status in (403, 422) else ""
     return (
         f"{action} in {namespace}: HTTP {status} {reason}"
         + (f": {hint}" if hint else "")
-        + (f" ({body})" if body and status == 422 and show_body else "")
+        + (f" ({said})" if said and show_body else "")
     )
+
+
+def _status_message(body: object) -> str:
+    """What the API server said, from its Status body (the exact missing right of a 403, the
+    field of a 422), shortened; the raw body when it is no Status."""
+    text = body.decode(errors="replace") if isinstance(body, bytes) else str(body or "")
+    try:
+        message = json.loads(text).get("message", text)
+    except (ValueError, AttributeError):
+        message = text
+    return str(message)[:300]
 
 
 def _gpus(node: dict[str, Any]) -> int:

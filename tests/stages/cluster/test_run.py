@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
-from stages.cluster.api import PodState
+from stages.cluster.api import Condition, PodState
 from stages.cluster.job_runner import Timer
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.cluster.run import ClusterOptions, run_cluster_perf, run_cluster_smoke
@@ -194,6 +194,15 @@ def test_the_jobs_own_deadline_counts_as_a_timeout() -> None:
 
     with pytest.raises(TimedOut, match="activeDeadlineSeconds"):
         Run(FakeCluster([deadline])).smoke()
+
+
+def test_a_deadline_counts_at_its_failure_target_before_the_pod_is_gone() -> None:
+    reason = "Job was active longer than specified deadline"
+    target = Condition("FailureTarget", "True", "DeadlineExceeded", reason)
+    still_running = Frame(PodState("pod-1", "Running", 1.0), "", failed=target)
+
+    with pytest.raises(TimedOut, match="activeDeadlineSeconds: Job was active longer"):
+        Run(FakeCluster([still_running])).smoke()
 
 
 def test_a_pod_stuck_pulling_its_image_fails_after_the_start_timeout() -> None:
