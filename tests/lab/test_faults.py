@@ -105,11 +105,15 @@ def test_a_worker_killed_mid_sweep_is_counted_and_reported(
     stage = perf_stage(graph.outputs_path, tmp_path / "perf", "2")
     seen: list[str] = []
     read_until(stage, "level 1/1", seen)
-    # Killed once it serves the sweep (not after a fixed pause: on a busy host AIPerf may not have
-    # sent a request yet, and the frontend then routes every request around the dead worker).
+    # Killed with requests of the sweep on it. Not after a fixed pause: on a busy host AIPerf may
+    # not have sent one yet. Not between two requests either: the frontend then routes the rest
+    # around the dead worker and none fails. So, once it has served one, it is frozen for a
+    # second (the round robin hands it requests that cannot finish), then killed.
+    worker = the_process(graph, "worker-1")
     wait_until_served(graph.worker_metrics_urls[1])
-
-    os.kill(the_process(graph, "worker-1"), signal.SIGKILL)
+    os.kill(worker, signal.SIGSTOP)
+    time.sleep(1)
+    os.kill(worker, signal.SIGKILL)
     assert stage.wait(timeout=300) == 1, "".join(seen)  # the sweep broke its promises
 
     results = ProfileResults.load(tmp_path / "perf" / "results.json")
