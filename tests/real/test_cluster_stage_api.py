@@ -373,7 +373,7 @@ def test_read_job_follows_the_job_controller(
     }
 
 
-def test_a_job_past_its_deadline_reads_as_failed_once_its_pod_is_gone(
+def test_a_job_past_its_deadline_reads_as_failed_while_its_pod_is_still_there(
     local_cluster: local.LocalCluster, outputs: StackOutputs, api: KubernetesApi
 ) -> None:
     (job,) = [
@@ -390,13 +390,18 @@ def test_a_job_past_its_deadline_reads_as_failed_once_its_pod_is_gone(
             "FailureTarget",
         )
         pending = api.read_job(JOB)
-        assert pending is not None and pending.failure is None  # not yet Failed: its pod is there
+        # Not `Failed` yet (its pod is there), but its failure is decided: the stage sees it now.
+        assert pending is not None and pending.condition("Failed") is None
+        assert pending.failure is not None and pending.failure.type == "FailureTarget"
         assert [pod.phase for pod in api.pods(selector("r1"))] == ["Pending"]
 
-    wait_until(lambda: (api.read_job(JOB) or pytest.fail()).failure is not None, "Job Failed")
+    wait_until(
+        lambda: (api.read_job(JOB) or pytest.fail()).condition("Failed") is not None, "Failed"
+    )
     state = api.read_job(JOB)
     assert state is not None and state.failure is not None
-    assert (state.failure.reason, state.failure.message) == (
+    assert (state.failure.type, state.failure.reason, state.failure.message) == (
+        "Failed",
         "DeadlineExceeded",
         "Job was active longer than specified deadline",
     )
@@ -513,6 +518,8 @@ def test_a_refusal_names_the_missing_permission(
     assert f"{refused} in {namespace}: HTTP 403 Forbidden" in err
     assert f"may not do this in namespace {namespace} (RBAC)" in err
     assert "create/delete/get on jobs, services and configmaps" in err
+    verb = {"read": "get", "create": "create"}[refused.split()[0]]
+    assert f'cannot {verb} resource "jobs" in API group "batch"' in err  # the exact right
     assert not local_cluster.kubectl("get", "jobs", "-n", namespace, "-o", "name").strip()
 
 
@@ -575,6 +582,6 @@ def test_a_refused_configmap_shows_the_api_servers_reason(
     message = str(refused.value)
     assert message.startswith(f"create ConfigMap {JOB} in {api.namespace}: HTTP 422")
     assert "the API server rejected the manifest" in message
-    assert f'ConfigMap \\"{JOB}\\" is invalid' in message
+    assert f'ConfigMap "{JOB}" is invalid' in message  # the API server's own words
     assert "Too long" in message
     assert not api.exists("ConfigMap", JOB) and not api.exists("Job", JOB)
