@@ -126,15 +126,17 @@ def up(
     die_with_parent: bool = False,
     say: Callable[[str], None] = print,
     crd: Path = objects.CRD_FILE,
+    graph_stage: bool = True,
 ) -> LocalCluster:
     """Start a cluster in `folder` and return once it is usable (see the module docstring); its
-    DGD CRD is read from `crd` (the real one of ../shared/reference/ by default)."""
+    DGD CRD is read from `crd` (the real one of ../shared/reference/ by default). `graph_stage`
+    False leaves the graphs' status to another controller (the lab's) instead of kwok's Stage."""
     began = time.monotonic()
     folder = folder.resolve()
     _claim_folder(folder)
     cluster = LocalCluster(folder, engine)
     try:
-        _start(cluster, die_with_parent, say, crd)
+        _start(cluster, die_with_parent, say, crd, graph_stage)
     except BaseException:
         cluster.down()
         raise
@@ -186,7 +188,11 @@ def _claim_folder(folder: Path) -> None:
 
 
 def _start(
-    cluster: LocalCluster, die_with_parent: bool, say: Callable[[str], None], crd: Path
+    cluster: LocalCluster,
+    die_with_parent: bool,
+    say: Callable[[str], None],
+    crd: Path,
+    graph_stage: bool,
 ) -> None:
     """The control plane, then what the recipe needs of it; kwok last but one, because it must
     find the graph's kind served when it loads its Stages."""
@@ -199,7 +205,7 @@ def _start(
     )
     cluster.kubeconfig.chmod(0o600)
     stages = folder / "kwok-stages.yaml"
-    stages.write_text(objects.kwok_config(engine.kwok_stages))
+    stages.write_text(objects.kwok_config(engine.kwok_stages, graph_stage))
     env = {"PATH": os.defpath, "HOME": str(folder)}
 
     def launch(name: str, argv: list[str]) -> None:

@@ -152,10 +152,12 @@ def graph_ready_stage() -> dict[str, Any]:
     }
 
 
-def kwok_config(own_stages: list[Path]) -> str:
-    """kwok's `--config` file: its own Stages (as the engine copied them) and the graph's."""
+def kwok_config(own_stages: list[Path], graph_stage: bool = True) -> str:
+    """kwok's `--config` file: its own Stages (as the engine copied them) and, unless something
+    else sets the graphs' status (the lab controller, `lab/controller.py`), the graph's."""
     documents = [path.read_text().strip() for path in own_stages]
-    documents.append(yaml.safe_dump(graph_ready_stage(), sort_keys=False).strip())
+    if graph_stage:
+        documents.append(yaml.safe_dump(graph_ready_stage(), sort_keys=False).strip())
     return "\n---\n".join(documents) + "\n"
 
 
