@@ -15,6 +15,14 @@ model cards under ~/.cache and temporary files under /tmp.
 
     with LabGraph(GraphSpec(routing=routing_for("session-affinity", 300)), run_dir) as graph:
         outputs = graph.outputs   # the stack-output contract, also written to outputs.json
+
+The same runner serves the lab controller (`lab/controller.py`), whose graphs come from the
+DynamoGraphDeployments on a local API server: their spec gives the frontend's command line as the
+object stores it (`lab.frontend_command.FrontendCommand`) instead of the routing settings, and the
+model name the stack's outputs promise.
+
+Over 300 lines: one graph runner, whose start, readiness wait, stop and log tails share the list
+of its processes; the direct path and the controller both run graphs with it.
 """
 
 from __future__ import annotations
@@ -36,6 +44,7 @@ import requests
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall, dynamo_environment
+from lab.frontend_command import FrontendCommand, listen_on
 from lab.pre_engine import start_delay_proxy
 from stages.errors import StageFailed
 from stages.incluster.exit_causes import exit_cause
@@ -62,15 +71,24 @@ class LabGraphError(StageFailed):
 
 @dataclass(frozen=True)
 class GraphSpec:
-    routing: Routing
+    """A graph to run: from the routing settings (the lab's direct path: `routing`), or from a
+    deployed object (the controller: `frontend`, `name` and `served_model` as the object has
+    them); exactly one of `routing` and `frontend`."""
+
+    routing: Routing | None = None
     workers: int = DEFAULT_WORKERS
     install: LabInstall = field(default_factory=LabInstall)
     mocker_args: tuple[str, ...] = ()
     startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
     pre_engine_delay_ms: float = 0.0
     """Wall-clock delay before each request reaches the frontend (`lab/delay_proxy.py`); 0: none."""
+    frontend: FrontendCommand | None = None
+    name: str | None = None
+    served_model: str = MODEL_NAME
 
     def __post_init__(self) -> None:
+        if (self.routing is None) == (self.frontend is None):
+            raise ValueError("a lab graph takes either its routing or a frontend command line")
         if not 1 <= self.workers <= MAX_WORKERS:
             raise ValueError(f"the lab runs 1 to {MAX_WORKERS} workers, got {self.workers}")
         if not 0 <= self.pre_engine_delay_ms < float("inf"):
@@ -78,7 +96,17 @@ class GraphSpec:
 
     @property
     def graph_name(self) -> str:
+        if self.name is not None:
+            return self.name
+        assert self.routing is not None  # one of the two, by __post_init__
         return f"{GRAPH_NAME_PREFIX}-{self.routing.profile.value}"
+
+    def frontend_argv(self, python: Path) -> list[str]:
+        """The frontend's command line: the object's, or the direct path's from the routing."""
+        if self.frontend is not None:
+            return list(self.frontend.argv)
+        assert self.routing is not None
+        return [str(python), "-m", "dynamo.frontend", *frontend_args(self.routing)]
 
 
 def free_low_port(taken: set[int]) -> int:
@@ -100,8 +128,11 @@ def free_low_port(taken: set[int]) -> int:
     raise LabGraphError(f"no free loopback port in {SYSTEM_PORT_RANGE}")
 
 
-def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs:
-    """The stack-output contract for a lab graph, shaped like a cluster stack's outputs."""
+def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs | None:
+    """The stack-output contract for a lab graph, shaped like a cluster stack's outputs; None for
+    a controller's graph (its stack has the outputs)."""
+    if spec.routing is None:
+        return None
     url = f"http://{LOOPBACK}:{port}"
     return StackOutputs(
         target="lab",
@@ -112,7 +143,7 @@ def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs:
         frontend_port=port,
         frontend_url=url,
         models_url=f"{url}/v1/models",
-        served_model=MODEL_NAME,
+        served_model=spec.served_model,
         session_affinity_ttl_seconds=spec.routing.affinity_ttl_seconds,
         session_header=spec.routing.session_header,
         worker_replicas=spec.workers,
@@ -196,7 +227,8 @@ class LabGraph:
         """The port clients use, in the outputs and outputs.json: the frontend's, the delay
         proxy's, or a forward's in front of them (`lab up` in its own network namespace)."""
         self._outputs = lab_outputs(self.spec, port)
-        self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
+        if self._outputs is not None:
+            self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
 
     def stop(self) -> None:
         """Stop every process by its process group id: all asked at once, then each awaited.
@@ -211,10 +243,16 @@ class LabGraph:
             self._outputs = None
 
     def _start_frontend(self, env: dict[str, str]) -> None:
-        argv = [str(self.spec.install.dynamo_python), "-m", "dynamo.frontend"]
-        argv += frontend_args(self.spec.routing)
-        frontend_env = env | {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(self.frontend_port)}
-        self._spawn("frontend", argv, frontend_env)
+        """The frontend, listening on 127.0.0.1 at a free port: the one thing set over what its
+        command line and environment say (the arguments' own --http-host/--http-port too)."""
+        argv = listen_on(
+            self.spec.frontend_argv(self.spec.install.dynamo_python), self.frontend_port
+        )
+        own_env = dict(self.spec.frontend.env) if self.spec.frontend else {}
+        venv_bin = str(self.spec.install.dynamo_python.parent)
+        path = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
+        listen = {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(self.frontend_port)}
+        self._spawn("frontend", argv, env | own_env | {"PATH": path} | listen)
 
     def _start_worker(self, index: int, env: dict[str, str]) -> None:
         metrics_port = free_low_port(self._metrics_ports)
@@ -222,7 +260,7 @@ class LabGraph:
         argv = [
             str(self.spec.install.dynamo_python), "-m", "dynamo.mocker",
             "--model-path", str(self.spec.install.model_dir),
-            "--model-name", MODEL_NAME,
+            "--model-name", self.spec.served_model,
             *self.spec.mocker_args,
         ]  # fmt: skip
         self._spawn(f"worker-{index}", argv, env | {"DYN_SYSTEM_PORT": str(metrics_port)})
@@ -246,7 +284,7 @@ class LabGraph:
             except (requests.RequestException, ValueError) as error:
                 state = f"frontend not answering ({type(error).__name__})"
             else:
-                listed = MODEL_NAME in {m.get("id") for m in models.get("data", [])}
+                listed = self.spec.served_model in {m.get("id") for m in models.get("data", [])}
                 workers = registered_workers(health)
                 if listed and workers == self.spec.workers:
                     return
