@@ -98,10 +98,11 @@ test: check lab-setup
 	$(MAKE) real
 
 # The real tier alone: the pinned `pulumi`, provider and control plane (built by `make engine`),
-# the program's and the policy pack's venvs, then every test marked `real`, in a network namespace
+# the program's and the policy pack's venvs, the lab (its controller runs deployed graphs), then
+# every test marked `real`, in a network namespace
 # of its own (tools/netns.py: only loopback, so nothing it starts is reachable and it can reach
 # nothing beyond this machine). It never skips.
-real: engine $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed
+real: engine $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m tools.netns -- $(DEV_PY) -m pytest -m real
 
 # The real tier's tools from the Go module proxy, into a cache outside the work tree keyed by
@@ -114,8 +115,11 @@ engine:
 lab-setup:
 	bash lab/setup.sh
 
-# The main job: the lab graph for both profiles, smoke + AIPerf on each, the A/B report in build/lab/.
-lab: $(DEV_VENV)/.installed lab-setup
+# The main job: the A/B on this machine, through the program: a local cluster, `pulumi up` of each
+# profile stack, the lab controller running each deployed graph (Dynamo frontend + mock workers),
+# smoke + AIPerf on each, the report in build/lab/ (lab/cluster_ab.py). `python -m lab ab --direct`
+# runs the graphs without the cluster and the engine.
+lab: engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m lab ab
 
 # Wall time of `make lab` from a fresh copy of the project, and the lab graph's memory.

@@ -1,7 +1,11 @@
 """`python -m lab`: the local lab (Dynamo frontend + mock-engine workers on loopback).
 
     bash lab/setup.sh                        install .lab/ (once; quick when already done)
-    python -m lab ab                         both profiles: smoke + perf + report -> build/lab/
+    python -m lab ab                         both profiles deployed with `pulumi up` on a local
+                                             cluster, whose graphs the lab controller runs;
+                                             smoke + perf + report -> build/lab/ (lab/cluster_ab.py)
+    python -m lab ab --direct                the same A/B, each graph started from the routing
+                                             settings (no cluster, no engine)
     python -m lab up --profile session-affinity
                                              one graph until Ctrl-C, for trying things by hand
     python -m lab stage perf --outputs build/lab/up/session-affinity/outputs.json
@@ -27,6 +31,7 @@ from components.credentials import masked_output
 from components.output_folders import OutputFolderError, os_error_reason
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
+from lab.cluster_ab import LabClusterAbTarget
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
@@ -51,12 +56,22 @@ def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
     install = LabInstall().require()  # before anything starts: say how to install it
     args.out.mkdir(parents=True, exist_ok=True)
-    target = LabAbTarget(
-        out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
-    )
+    target: LabAbTarget | LabClusterAbTarget
+    if args.direct:
+        target = LabAbTarget(
+            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
+        )
+    else:
+        target = LabClusterAbTarget(
+            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
+        )
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
     started = time.monotonic()
-    result = run_orchestrator(target, run, ab_say)
+    try:
+        result = run_orchestrator(target, run, ab_say)
+    finally:
+        if isinstance(target, LabClusterAbTarget):
+            target.close()  # the graphs, then the cluster: also after a failure or Ctrl-C
     write_summary(target, run, result, time.monotonic() - started)
     copy_latest_report(result, args.out)
     if result.report is not None:
@@ -141,6 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="run both graphs K times slower than real time, results given in real time "
         f"(1 to {MAX_TIME_SCALE:g}; default auto: chosen by probing the host, docs/lab.md)",
         **checked_option(_time_scale, f"auto or a number from 1 to {MAX_TIME_SCALE:g}"),
+    )
+    ab.add_argument(
+        "--direct",
+        action="store_true",
+        help="start each graph from the routing settings, without the local cluster and "
+        "`pulumi up` (no engine needed; the way calibration and prediction start theirs)",
     )
     add_run_arguments(ab, DEFAULT_OUT)
     add_workload_arguments(ab)

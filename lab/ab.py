@@ -22,7 +22,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Self
+from typing import Protocol, Self
 
 from components.contract import StackOutputs
 from components.credentials import mask_values
@@ -119,17 +119,7 @@ class LabAbTarget:
         """The lab installed, then the one time scale both profiles run at (so both pay the
         same overheads): the one asked for, or the probe's."""
         self.install.require()
-        if self.time_scale is None:
-            say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
-            self.conditions = probed_conditions(probe_host())
-        else:
-            self.conditions = given_conditions(self.time_scale)
-        scale = self.conditions.time_scale
-        pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
-        say(
-            f"the graphs run at {pace} (chosen by {self.conditions.chosen_by}); results are "
-            "given in real time"
-        )
+        self.conditions = choose_conditions(self.time_scale, say)
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         scale = self.conditions.time_scale
@@ -163,7 +153,27 @@ class LabAbTarget:
         say(f"{profile.value}: lab graph stopped; peak memory {memory.peak_bytes / 2**20:.0f} MiB")
 
 
-def write_summary(target: LabAbTarget, run: AbRun, result: AbResult, seconds: float) -> Path:
+def choose_conditions(time_scale: float | None, say: Say) -> RunConditions:
+    """The one time scale both profiles run at: `time_scale`, or the host probe's when None."""
+    if time_scale is None:
+        say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
+        conditions = probed_conditions(probe_host())
+    else:
+        conditions = given_conditions(time_scale)
+    scale = conditions.time_scale
+    pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
+    say(f"the graphs run at {pace} (chosen by {conditions.chosen_by}); results are in real time")
+    return conditions
+
+
+class Timed(Protocol):
+    """What a summary reads of a lab target: its worker count and its timings."""
+
+    workers: int
+    timings: dict[str, dict[str, float]]
+
+
+def write_summary(target: Timed, run: AbRun, result: AbResult, seconds: float) -> Path:
     """`summary.json`: what a benchmark of the lab reads (timings, peak memory, outcomes)."""
     peaks = [t.get("peak_rss_bytes", 0) for t in target.timings.values()]
     summary = {

@@ -82,6 +82,9 @@ class PulumiStacks:
     """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
     layer_stack: str | None = None
     """The stack never to destroy: an abandoned run's recovery for it is an `up`."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Set for every `pulumi` command over this process's environment (the lab's local cluster:
+    its KUBECONFIG, backend and passphrase); empty in real use, where the user's shell has them."""
     _command: PulumiCommand | None = field(default=None, init=False, repr=False)
     _current: str = field(default="", init=False, repr=False)
 
@@ -155,7 +158,7 @@ class PulumiStacks:
     def _select(self, stack: str) -> Stack:
         name = self.qualified(stack)
         self._current = stack
-        options = LocalWorkspaceOptions(pulumi_command=self._pulumi())
+        options = LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))
         with _as_deploy_error(name, "stack select"):
             return select_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
 
@@ -165,7 +168,9 @@ class PulumiStacks:
         self._pulumi()
 
     def _project_name(self) -> str:
-        workspace = LocalWorkspace(work_dir=str(self.work_dir), pulumi_command=self._pulumi())
+        workspace = LocalWorkspace(
+            work_dir=str(self.work_dir), pulumi_command=self._pulumi(), env_vars=dict(self.env)
+        )
         try:
             return workspace.project_settings().name
         except FileNotFoundError:

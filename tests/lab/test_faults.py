@@ -153,6 +153,7 @@ def test_a_sigkilled_lab_leaves_no_process_behind(lab_install: object, tmp_path:
         "-m",
         "lab",
         "ab",
+        "--direct",
         "--workers",
         "2",
         "--out",

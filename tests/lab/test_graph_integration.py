@@ -196,6 +196,7 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
         "-m",
         "lab",
         "ab",
+        "--direct",
         "--workers",
         "2",
         "--out",

@@ -84,6 +84,7 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
         "-m",
         "lab",
         "ab",
+        "--direct",
         "--workers",
         "2",
         "--out",

@@ -1,0 +1,227 @@
+"""The lab's A/B through `pulumi up`: the graphs it measures are the ones the program deploys.
+
+`python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine:
+
+1. the local cluster (`tools.cluster`: the real kube-apiserver with the real DGD CRD, kwok's GPU
+   nodes), started without kwok's stand-in status for graphs;
+2. the lab controller (`lab.controller`), which runs each DynamoGraphDeployment on it for real:
+   the real Dynamo frontend with the object's command line, a `dynamo.mocker` per worker replica;
+3. a copy of the project with a file backend of its own (`tools.local_stacks`), its stacks set
+   for the lab: `shared` (the layer), `round-robin` and `session-affinity` with the lab's worker
+   count, and the affinity TTL at the run's time scale (`sessionAffinityTtlSeconds`, the config a
+   user sets);
+4. the A/B orchestrator's cluster target (`stages.ab.cluster_target`) over the engine's `pulumi`
+   through the Automation API: `pulumi up` of the layer, then of each profile, one at a time, and
+   `pulumi destroy` after it;
+5. the stages as local processes with the lab's tools (AIPerf, the tiny tokenizer), against the
+   frontend the controller runs for the stack: reached from the stack's outputs unchanged. They
+   name the frontend Service (`frontendService` in `namespace`, on `kubeContext`), which the
+   controller made as the operator would and annotated with the address its frontend listens on.
+
+Why an address on the Service rather than `portForwardCommand`: `kubectl port-forward` needs a pod
+behind the Service and a kubelet that forwards; kwok emulates one only for ports fixed when it
+starts (its config) or through its own CRDs, which the engine does not install, while each graph's
+frontend gets a free port when it starts. The Service is the object the outputs name either way.
+
+Everything is stopped on the way out, a failure and Ctrl-C included: the controller's graphs, then
+the cluster (by PID). Its folders are under `--out`: `cluster/`, `pulumi/` (the project copy and its
+backend, made afresh each run, as the cluster is), `runs/<namespace>/<graph>/` (each graph's logs).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Self
+
+from components.contract import StackOutputs
+from components.names import graph_name
+from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile
+from lab.ab import PeakMemory, choose_conditions
+from lab.controller import GraphController
+from lab.deployed_graph import WorkerMapping
+from lab.environment import LabInstall, LabNotInstalled
+from lab.frontend_service import published_frontend_url, reached_at
+from lab.graph import LabGraphError
+from lab.mocker_timing import REAL_SPEED
+from lab.time_scale import REAL_TIME
+from lab.tools import lab_tools
+from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
+from stages.ab.pulumi_stacks import DeployError, PulumiStacks
+from stages.ab.target import Say
+from stages.cluster.run import ClusterOptions
+from stages.core.results import RunConditions
+from stages.errors import StageError
+from stages.targets import LocalTarget, StageTarget
+from tools import cluster as local_cluster
+from tools.cluster import objects
+from tools.engine import Engine, EngineError, cache_home, located
+from tools.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+
+GRAPH_READY_TIMEOUT_SECONDS = 300
+"""How long `pulumi up` waits for a lab graph to be Ready: it serves within seconds, or it failed
+(the recipe's 1200 s are for a NIM loading its model)."""
+LAB_NGC_KEY = "lab-no-ngc-key"
+"""The layer's `ngcApiKey` (a secret in its config): nothing is downloaded in the lab."""
+
+
+def profile_config(profile: RoutingProfile, workers: int, scale: float) -> dict[str, str]:
+    """A profile stack's config in the lab: the local cluster, the lab's worker count, and the
+    recipe's TTL at the run's time scale."""
+    config = SITE | {
+        "workerReplicas": str(workers),
+        "graphReadyTimeoutSeconds": str(GRAPH_READY_TIMEOUT_SECONDS),
+    }
+    if profile is RoutingProfile.SESSION_AFFINITY:
+        config["sessionAffinityTtlSeconds"] = str(round(RECIPE_AFFINITY_TTL_SECONDS * scale))
+    return config
+
+
+@dataclass
+class LabClusterAbTarget:
+    """The A/B target that deploys with `pulumi up` on the local cluster (the module docstring);
+    a context manager: on exit every graph and the cluster are stopped."""
+
+    out: Path
+    workers: int
+    install: LabInstall = field(default_factory=LabInstall)
+    time_scale: float | None = None
+    """None: chosen by the host probe once the cluster runs (`lab.time_scale`)."""
+    conditions: RunConditions = REAL_TIME
+    name: str = "lab (local cluster, pulumi up)"
+    timings: dict[str, dict[str, float]] = field(default_factory=dict)
+    cluster: local_cluster.LocalCluster | None = None
+    controller: GraphController | None = None
+    stacks: LocalStacks | None = None
+    inner: ClusterAbTarget | None = None
+    _memory: dict[RoutingProfile, tuple[PeakMemory, float]] = field(default_factory=dict)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """The controller's graphs, then the cluster; safe to call twice."""
+        try:
+            for memory, _ in self._memory.values():
+                memory.__exit__()
+            self._memory.clear()
+            if self.controller is not None:
+                self.controller.stop()
+                self.controller = None
+        finally:  # the cluster goes down whatever stopping the graphs met
+            if self.cluster is not None:
+                self.cluster.down()
+                self.cluster = None
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return PROFILE_STACKS[profile]
+
+    def available_gpus(self, say: Say) -> int | None:
+        return None  # one graph at a time: the lab's graphs share this machine's cores
+
+    def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
+        return 0
+
+    def prepare(self, say: Say) -> None:
+        """The engine and the lab installed, the cluster and the controller running, the time
+        scale chosen, the stacks set, the layer up."""
+        self.install.require()
+        try:
+            engine = located(cache_home())
+        except EngineError as error:
+            raise LabNotInstalled(
+                f"the lab deploys with the real `pulumi` on a local cluster: {error} (`make lab` "
+                "builds it; `python -m lab ab --direct` runs the graphs without it)"
+            ) from None
+        started = time.monotonic()
+        try:
+            self._start(engine, say)
+        except (local_cluster.ClusterError, PulumiFailed) as error:
+            raise LabGraphError(f"the lab's local cluster: {error}") from None
+        self.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
+
+    def _start(self, engine: Engine, say: Say) -> None:
+        self.cluster = local_cluster.up(
+            self.out / "cluster", engine, die_with_parent=True, say=say, graph_stage=False
+        )
+        self.conditions = choose_conditions(self.time_scale, say)
+        mocker_args = REAL_SPEED.mocker_args(self.conditions.time_scale)
+        self.controller = GraphController(
+            self.cluster.kubeconfig,
+            WorkerMapping(install=self.install, mocker_args=mocker_args),
+            self.out / "runs",
+            say=say,
+            context=objects.CONTEXT,
+        ).__enter__()
+        self.stacks = self._configured_stacks()
+        pulumi = PulumiStacks(
+            self.stacks.project,
+            say,
+            pulumi_root=engine.root,
+            layer_stack=LAYER_STACK,
+            env=self.stacks.env,
+        )
+        options = ClusterOptions(kubeconfig=self.cluster.kubeconfig, context=objects.CONTEXT)
+        self.inner = ClusterAbTarget(pulumi, options)
+        self.inner.prepare(say)
+
+    def _configured_stacks(self) -> LocalStacks:
+        assert self.cluster is not None
+        folder = self.out / "pulumi"
+        shutil.rmtree(folder, ignore_errors=True)  # its state described the last run's cluster
+        folder.mkdir(parents=True)
+        stacks = LocalStacks.create(folder, self.cluster)
+        stacks.configure(LAYER_STACK, LAYER_SITE, {"ngcApiKey": LAB_NGC_KEY})
+        scale = self.conditions.time_scale
+        for profile, stack in PROFILE_STACKS.items():
+            stacks.configure(stack, profile_config(profile, self.workers, scale))
+        return stacks
+
+    def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
+        assert self.inner is not None and self.controller is not None
+        started = time.monotonic()
+        try:
+            outputs = self.inner.deploy(profile, say)
+        except StageError as error:
+            reason = self.controller.reason(graph_name(profile))
+            if reason is None:
+                raise
+            raise DeployError(f"{error}\nthe lab controller: {reason}") from None
+        graph = self.controller.running(outputs.namespace, outputs.graph_name)
+        if graph is None:
+            raise LabGraphError(
+                f"`pulumi up` of {self.stack(profile)} ended, but the lab controller runs no graph "
+                f"{outputs.namespace}/{outputs.graph_name}"
+            )
+        written = json.dumps(outputs.to_json_dict(), indent=2) + "\n"
+        (self.out / f"outputs-{profile.value}.json").write_text(written)  # as the stack has them
+        self._memory[profile] = (PeakMemory(graph).__enter__(), time.monotonic())
+        self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
+        return outputs
+
+    def stage_target(self, outputs: StackOutputs) -> StageTarget:
+        """The stages as local processes against the frontend the stack's Service leads to."""
+        url = published_frontend_url(outputs, self.cluster.kubeconfig if self.cluster else None)
+        return LocalTarget(reached_at(outputs, url), lab_tools(self.install, self.conditions))
+
+    def teardown(self, profile: RoutingProfile, say: Say) -> None:
+        assert self.inner is not None
+        memory, started = self._memory.pop(profile, (None, time.monotonic()))
+        if memory is not None:
+            memory.__exit__()
+        self.inner.teardown(profile, say)
+        timing = self.timings.setdefault(profile.value, {})
+        timing["graph_seconds"] = round(time.monotonic() - started, 1)
+        timing["peak_rss_bytes"] = memory.peak_bytes if memory is not None else 0

@@ -1,0 +1,135 @@
+"""What the lab runs for a DynamoGraphDeployment, read from the object as the API server stores it.
+
+The lab controller (`lab/controller.py`) turns each graph on its local API server into a lab graph
+(`lab.graph.GraphSpec`), never recomputing anything from the stack's settings:
+
+- **Frontend**: the container `main` (else the first) of the component of type `frontend`: its
+  `command` + `args` as one command line, its `env` values. The lab sets only where it listens
+  (127.0.0.1 and a free port, `lab.graph.listen_on`), puts its Dynamo venv first on the PATH (where
+  the frontend image finds `python3`), and adds its own environment under the object's (discovery
+  through files, state confined to the graph's folder: `lab.environment.dynamo_environment`).
+- **Workers**: the components of type `worker` (or `prefill`/`decode`, counted alike), one
+  `dynamo.mocker` per replica. Their container is the Cosmos3 NIM's, which cannot run here (GPUs,
+  the model), so the mapping is the lab's: Dynamo's mock engine with the lab's tiny tokenizer, the
+  lab's timing (`lab.mocker_timing`) and the model name the stack's outputs promise
+  (`components.names.SERVED_MODEL`: the NIM serves that name, and the stages ask for it).
+
+An object the lab cannot run (no frontend, a frontend without a command, an environment value it
+cannot resolve) raises `UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from components.names import SERVED_MODEL
+from lab.environment import LabInstall
+from lab.frontend_command import FrontendCommand
+from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, GraphSpec
+
+FRONTEND_TYPE = "frontend"
+WORKER_TYPES = ("worker", "prefill", "decode")
+MAIN_CONTAINER = "main"
+
+
+@dataclass(frozen=True)
+class WorkerMapping:
+    """What stands in for the NIM's worker: the lab's install (Dynamo, the tiny tokenizer), its
+    `dynamo.mocker` timing arguments, and how long a graph may take to serve."""
+
+    install: LabInstall = field(default_factory=LabInstall)
+    mocker_args: tuple[str, ...] = ()
+    startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
+
+
+class UnrunnableGraph(ValueError):
+    """The lab cannot run this graph; the message says why, for its status."""
+
+
+@dataclass(frozen=True)
+class DeployedGraph:
+    """One graph as the controller sees it: where it is, its generation, and what to run."""
+
+    namespace: str
+    name: str
+    uid: str
+    generation: int
+    frontend: FrontendCommand
+    workers: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def spec(self, mapping: WorkerMapping) -> GraphSpec:
+        """The lab graph that runs this one, its workers mapped to mockers by `mapping`."""
+        return GraphSpec(
+            workers=self.workers,
+            install=mapping.install,
+            mocker_args=mapping.mocker_args,
+            startup_timeout_seconds=mapping.startup_timeout_seconds,
+            frontend=self.frontend,
+            name=self.name,
+            served_model=SERVED_MODEL,
+        )
+
+
+def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
+    """The graph `graph` (a DynamoGraphDeployment as the API server returns it) describes."""
+    metadata = graph.get("metadata") or {}
+    components = (graph.get("spec") or {}).get("components") or []
+    frontends = [c for c in components if c.get("type") == FRONTEND_TYPE]
+    if len(frontends) != 1:
+        raise UnrunnableGraph(
+            f"the graph has {len(frontends)} components of type {FRONTEND_TYPE!r}; the lab runs "
+            "exactly one frontend"
+        )
+    workers = sum(_replicas(c) for c in components if c.get("type") in WORKER_TYPES)
+    if not 1 <= workers <= MAX_WORKERS:
+        raise UnrunnableGraph(
+            f"the graph's worker components have {workers} replicas in all; the lab runs 1 to "
+            f"{MAX_WORKERS} mock workers"
+        )
+    return DeployedGraph(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        generation=int(metadata.get("generation", 0)),
+        frontend=_frontend_command(frontends[0]),
+        workers=workers,
+    )
+
+
+def _replicas(component: Mapping[str, Any]) -> int:
+    replicas = component.get("replicas")
+    return 1 if replicas is None else int(replicas)
+
+
+def _frontend_command(component: Mapping[str, Any]) -> FrontendCommand:
+    pod = ((component.get("podTemplate") or {}).get("spec")) or {}
+    containers = pod.get("containers") or []
+    if not containers:
+        raise UnrunnableGraph(f"the frontend component {component.get('name')!r} has no container")
+    main = next((c for c in containers if c.get("name") == MAIN_CONTAINER), containers[0])
+    command = [str(word) for word in main.get("command") or []]
+    if not command:
+        raise UnrunnableGraph(
+            f"the frontend container {main.get('name')!r} gives no command: the lab cannot know "
+            "its image's entrypoint; set the container's command (the program renders `python3`)"
+        )
+    argv = (*command, *(str(word) for word in main.get("args") or []))
+    return FrontendCommand(argv=argv, env=tuple(_env_values(main.get("env") or [])))
+
+
+def _env_values(entries: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
+    values = []
+    for entry in entries:
+        if "valueFrom" in entry:
+            raise UnrunnableGraph(
+                f"the frontend's environment variable {entry.get('name')!r} takes its value from "
+                "another object (valueFrom), which the lab does not resolve"
+            )
+        values.append((str(entry["name"]), str(entry.get("value", ""))))
+    return values

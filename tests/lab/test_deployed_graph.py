@@ -1,0 +1,125 @@
+"""What the lab controller reads from a DynamoGraphDeployment (`lab.deployed_graph`), on the
+objects the program renders (manifests/, the offline render's goldens), and where it listens."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from components.names import SERVED_MODEL
+from components.routing import RoutingProfile, routing_for
+from lab.deployed_graph import UnrunnableGraph, WorkerMapping, read_graph
+from lab.frontend_command import FrontendCommand, listen_on
+from lab.graph import GraphSpec
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+
+
+def rendered_graph(profile: str) -> dict[str, Any]:
+    (path,) = (MANIFESTS / profile).glob("*-dynamographdeployment-*.yaml")
+    graph: dict[str, Any] = yaml.safe_load(path.read_text())
+    graph["metadata"] |= {"uid": "uid-1", "generation": 3}
+    return graph
+
+
+def test_the_frontend_runs_the_command_line_the_object_gives() -> None:
+    graph = read_graph(rendered_graph("session-affinity"))
+
+    assert graph.frontend.argv == (
+        "python3", "-m", "dynamo.frontend", "--router-mode", "round-robin",
+        "--router-session-affinity-ttl-secs", "300",
+    )  # fmt: skip
+    assert dict(graph.frontend.env) == {"DYN_REQUEST_PLANE": "tcp"}
+    assert (graph.name, graph.namespace) == (
+        "cosmos3-nano-reasoner-agg-h200-session-affinity",
+        "cosmos3-nano-reasoner",
+    )
+    assert (graph.uid, graph.generation, graph.workers) == ("uid-1", 3, 8)
+
+
+def test_round_robin_has_no_ttl_argument() -> None:
+    graph = read_graph(rendered_graph("round-robin"))
+
+    assert "--router-session-affinity-ttl-secs" not in graph.frontend.argv
+    assert graph.frontend.argv[-2:] == ("--router-mode", "round-robin")
+
+
+def test_an_edited_object_is_followed_not_the_settings() -> None:
+    edited = rendered_graph("session-affinity")
+    frontend, worker = edited["spec"]["components"]
+    frontend["podTemplate"]["spec"]["containers"][0]["args"][-1] = "45"
+    worker["replicas"] = 3
+
+    graph = read_graph(edited)
+
+    assert graph.frontend.argv[-1] == "45"
+    assert graph.workers == 3
+
+
+def test_workers_become_mockers_serving_the_stack_s_model() -> None:
+    mapping = WorkerMapping(mocker_args=("--speedup-ratio", "0.5"))
+    spec = read_graph(rendered_graph("round-robin")).spec(mapping)
+
+    assert spec.served_model == SERVED_MODEL
+    assert spec.workers == 8
+    assert spec.mocker_args == ("--speedup-ratio", "0.5")
+    assert spec.graph_name == "cosmos3-nano-reasoner-agg-h200-round-robin"
+    assert spec.routing is None
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (lambda g: g["spec"]["components"].pop(0), "0 components of type 'frontend'"),
+        (
+            lambda g: g["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0].pop(
+                "command"
+            ),
+            "gives no command",
+        ),
+        (
+            lambda g: g["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0][
+                "env"
+            ].append({"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}}),
+            "'TOKEN' takes its value from another object",
+        ),
+        (lambda g: g["spec"]["components"][1].update(replicas=0), "0 replicas in all"),
+        (lambda g: g["spec"]["components"][1].update(replicas=500), "500 replicas in all"),
+    ],
+)
+def test_an_object_the_lab_cannot_run_says_why(edit: Any, reason: str) -> None:
+    graph = copy.deepcopy(rendered_graph("session-affinity"))
+    edit(graph)
+
+    with pytest.raises(UnrunnableGraph, match=reason):
+        read_graph(graph)
+
+
+def test_a_spec_takes_routing_or_a_frontend_command_not_both() -> None:
+    frontend = FrontendCommand(argv=("python3",))
+    for neither_or_both in ({}, {"routing": routing_for(RoutingProfile.ROUND_ROBIN, 0),
+                                 "frontend": frontend}):  # fmt: skip
+        with pytest.raises(ValueError, match="either its routing or a frontend command line"):
+            GraphSpec(**neither_or_both)  # type: ignore[arg-type]
+    assert GraphSpec(frontend=frontend, name="g").graph_name == "g"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["python3", "-m", "x"], ["python3", "-m", "x"]),
+        (["x", "--http-port", "9000"], ["x", "--http-port", "4321"]),
+        (["x", "--http-port=9000", "--http-host=0.0.0.0"], ["x", "--http-port=4321",
+                                                               "--http-host=127.0.0.1"]),
+        (["x", "--http-host", "0.0.0.0", "--router-mode", "round-robin"],
+         ["x", "--http-host", "127.0.0.1", "--router-mode", "round-robin"]),
+    ],
+)  # fmt: skip
+def test_only_where_the_frontend_listens_is_overridden(
+    argv: list[str], expected: list[str]
+) -> None:
+    assert listen_on(argv, 4321) == expected
