@@ -140,7 +140,8 @@ def test_the_process_follows_frontend_args_changed_with_kubectl(
     patch = [
         {"op": "test", "path": f"{FRONTEND_ARGS}/5", "value": "300"},
         {"op": "replace", "path": f"{FRONTEND_ARGS}/5", "value": "77"},
-        {"op": "add", "path": f"{FRONTEND_ARGS}/-", "value": "--router-reset-states"},
+        {"op": "add", "path": f"{FRONTEND_ARGS}/-", "value": "--migration-limit"},
+        {"op": "add", "path": f"{FRONTEND_ARGS}/-", "value": "2"},
     ]
     lab_cluster.kubectl(
         "patch", "dgd", GRAPH, "-n", NAMESPACE, "--type=json", "-p", json.dumps(patch)
@@ -152,7 +153,7 @@ def test_the_process_follows_frontend_args_changed_with_kubectl(
             words = frontend_cmdline(graph) if graph is not None else []
         except AssertionError:  # the old graph, being stopped
             return False
-        return words[-3:] == ["--router-session-affinity-ttl-secs", "77", "--router-reset-states"]
+        return words[-4:] == ["--router-session-affinity-ttl-secs", "77", "--migration-limit", "2"]
 
     wait_until(follows, "the frontend restarted with the object's new arguments", 120)
     wait_until(
@@ -163,6 +164,26 @@ def test_the_process_follows_frontend_args_changed_with_kubectl(
         "Ready again, for the object's new generation",
         120,
     )
+
+
+def test_an_argument_the_frontend_refuses_leaves_the_graph_not_ready_with_why(
+    lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
+) -> None:
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    patch = [{"op": "add", "path": f"{FRONTEND_ARGS}/-", "value": "--no-such-option"}]
+    lab_cluster.kubectl(
+        "patch", "dgd", GRAPH, "-n", NAMESPACE, "--type=json", "-p", json.dumps(patch)
+    )
+
+    wait_until(
+        lambda: condition(lab_cluster)["reason"] == "StartFailed", "the start fails, said", 120
+    )
+    ready = condition(lab_cluster)
+    assert ready["status"] == "False"
+    assert "frontend (exit status" in ready["message"], ready["message"]
+    assert "--no-such-option" in ready["message"], "the frontend's own words, from its log"
+    assert ready["observedGeneration"] == ready["generation"]
+    assert controller.running(NAMESPACE, GRAPH) is None
 
 
 def test_a_killed_worker_takes_the_graph_out_of_ready_with_the_reason(
