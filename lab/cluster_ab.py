@@ -100,6 +100,10 @@ class LabClusterAbTarget:
     inner: ClusterAbTarget | None = None
     _memory: dict[RoutingProfile, tuple[PeakMemory, float]] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Absolute: the stacks' file backend is a URL that `pulumi` resolves in the project copy.
+        self.out = self.out.resolve()
+
     def __enter__(self) -> Self:
         return self
 

@@ -55,9 +55,16 @@ def left_running(out: Path) -> list[str]:
 
 def test_the_ab_runs_what_pulumi_up_deployed_and_leaves_nothing_running(tmp_path: Path) -> None:
     out = tmp_path / "lab"
+    project_on_path = os.environ | {"PYTHONPATH": str(PROJECT)}
 
-    ab = subprocess.run(
-        lab_ab(out), cwd=PROJECT, capture_output=True, text=True, timeout=1500, check=False
+    ab = subprocess.run(  # `--out lab`, relative, like `make lab`'s default build/lab
+        lab_ab(Path("lab")),
+        cwd=tmp_path,
+        env=project_on_path,
+        capture_output=True,
+        text=True,
+        timeout=1500,
+        check=False,
     )
 
     said = ab.stderr
