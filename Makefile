@@ -128,7 +128,7 @@ lab-benchmark: $(DEV_VENV)/.installed
 
 # The A/B's answer on a busy host: two idle runs, then one beside a busy loop per core, compared
 # level by level (build/lab/contention/benchmark.md; docs/lab.md). Quiet the host first.
-lab-contention: $(DEV_VENV)/.installed lab-setup
+lab-contention: engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m lab.contention_benchmark
 
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
