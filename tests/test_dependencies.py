@@ -73,10 +73,11 @@ NOT_FOR_DEPLOY = {
 DEPLOY_CODE = ("__main__.py", "components", "tools/layer_ready.py")
 """`pulumi up`: the program and everything it imports, in .venv (where the stack workflow runs
 tools.layer_ready too)."""
-STAGES_CODE = ("stages", "lab", "tools/render.py", "tools/golden.py")
-"""The stages, the lab's orchestrator and the render tools: the stages group is enough for them."""
-DEV_CODE = ("tools", "tests")
-"""Checks and tests: any group."""
+STAGES_CODE = ("stages", "tools/render.py", "tools/golden.py")
+"""The stages and the render tools: the stages group is enough for them."""
+DEV_CODE = ("lab", "tools", "tests")
+"""The lab (its A/B through `pulumi up` starts the local cluster, `tools.cluster`, which reads the
+CRD with the dev group's schema tools; `make lab` runs it in .venv-dev), checks and tests."""
 RUNS_ELSEWHERE = {"lab/tiny_model.py": "the lab's Dynamo venv runs it (it imports tokenizers)"}
 
 
