@@ -1,11 +1,19 @@
 """Cosmos3 Nano Reasoner on Dynamo: stack config -> settings -> Recipe -> stack outputs."""
 
+import signal
+
 import pulumi
 
 from components.config_parser import ConfigError
 from components.provider import kubernetes_provider
 from components.recipe import Recipe
 from components.stack_config import load_stack_config
+
+# The engine stops the language host's process group, this program with it, by SIGINT when an
+# update is cancelled (pulumi's cmdutil.TerminateProcessGroup). The program holds nothing of its
+# own to clean up, so it ends at once instead of printing a KeyboardInterrupt traceback from
+# wherever it was, which pulumi would show among the update's diagnostics.
+signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 try:
     settings, secrets = load_stack_config()

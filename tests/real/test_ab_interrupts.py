@@ -127,7 +127,7 @@ def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_d
         "round-robin: failed (interrupted)",
         "session-affinity: not run",
     ]
-    assert not ab.saw("Traceback")
+    assert not ab.saw("Traceback"), "\n".join(ab.lines)
     assert_left_clean(stacks, local_cluster, engine)
     resumes(stacks)
 
