@@ -44,7 +44,13 @@ def _parent(pid: str) -> int | None:
     return int(stat.rsplit(")", 1)[1].split()[1])
 
 
-def _own_pids(root: int, parents: dict[int, int | None]) -> set[int]:
+def process_parents() -> dict[int, int | None]:
+    """Every process on the host now, with its parent (None once it has gone)."""
+    return {int(pid): _parent(pid) for pid in os.listdir(PROC) if pid.isdigit()}
+
+
+def descendants(root: int, parents: dict[int, int | None]) -> set[int]:
+    """`root` and every process below it in `parents` (`process_parents`)."""
     children: dict[int, list[int]] = {}
     for pid, parent in parents.items():
         if parent is not None:
@@ -60,8 +66,8 @@ def _own_pids(root: int, parents: dict[int, int | None]) -> set[int]:
 def snapshot(root: int) -> dict[tuple[int, int], _Thread]:
     """Every thread on the host now, keyed (pid, tid), marked own when `root` or a descendant
     of it runs it."""
-    parents = {int(pid): _parent(pid) for pid in os.listdir(PROC) if pid.isdigit()}
-    own = _own_pids(root, parents)
+    parents = process_parents()
+    own = descendants(root, parents)
     threads = {}
     for pid in parents:
         try:

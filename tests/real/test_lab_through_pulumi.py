@@ -2,8 +2,9 @@
 
 The whole A/B from the command line: its own local cluster, the lab controller, `pulumi up` of the
 layer and of each profile stack through the Automation API, smoke and perf against the frontends
-the controller runs, `pulumi destroy`, the report. Then nothing of it may still run, after a pass
-and after a Ctrl-C.
+the controller runs, `pulumi destroy`, the report. Then nothing of it may still run, after a pass,
+a failure and a Ctrl-C; and while it runs, nothing of it listens where another interface than
+loopback reaches it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from stages.archive import ArchiveLocation, list_runs
 from tests.real.conftest import wait_until
+from tests.real.listening import listening, reachable_off_loopback
 from tools.engine import PROJECT
 
 WORKLOAD = [
@@ -90,17 +92,61 @@ def test_the_ab_runs_what_pulumi_up_deployed_and_leaves_nothing_running(tmp_path
     wait_until(lambda: left_running(out) == [], "nothing of the run still runs", 20)
 
 
-def test_ctrl_c_during_a_deployment_stops_the_graphs_and_the_cluster(tmp_path: Path) -> None:
-    out = tmp_path / "lab"
-    lab = subprocess.Popen(
-        lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
+def serving(lab: subprocess.Popen[str]) -> list[str]:
+    """`lab`'s output up to the line where the controller says its first graph serves."""
     assert lab.stdout is not None
     lines = []
     for line in lab.stdout:
         lines.append(line)
         if "lab controller:" in line and "serves at" in line:
-            break
+            return lines
+    raise AssertionError("the run ended before a graph served:\n" + "".join(lines[-40:]))
+
+
+def frontend_of(out: Path) -> int:
+    """The pid of the run's frontend (the graphs' folder is in its environment), not of the
+    process runner that started it (`stages/incluster/processes.py`, which names it too)."""
+    marker = str(out.resolve()).encode()
+    for entry in Path("/proc").iterdir():
+        try:
+            cmdline, environ = (entry / "cmdline").read_bytes(), (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if cmdline.split(b"\0")[1:3] == [b"-m", b"dynamo.frontend"] and marker in environ:
+            return int(entry.name)
+    raise AssertionError(f"no frontend of {out} runs")
+
+
+def test_a_failed_profile_leaves_nothing_running_and_nothing_listened_beyond_loopback(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "lab"
+    lab = subprocess.Popen(
+        lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines = serving(lab)
+    held = listening(lab.pid)
+    frontend = frontend_of(out)
+
+    os.kill(frontend, signal.SIGKILL)  # the graph breaks before its smoke stage
+    rest, _ = lab.communicate(timeout=600)
+
+    said = "".join(lines) + rest
+    holders = [holder for held_by in held.values() for holder in held_by]
+    assert any(holder.startswith(f"{frontend} ") for holder in holders), held
+    assert reachable_off_loopback(held) == {}, held
+    assert lab.returncode not in (0, 130), said
+    assert "round-robin: failed" in rest and "session-affinity: not run" in rest, said
+    assert "round-robin: destroyed" in said, said
+    wait_until(lambda: left_running(out) == [], "nothing of the run still runs", 20)
+
+
+def test_ctrl_c_during_a_deployment_stops_the_graphs_and_the_cluster(tmp_path: Path) -> None:
+    out = tmp_path / "lab"
+    lab = subprocess.Popen(
+        lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines = serving(lab)
     time.sleep(2)
 
     lab.send_signal(signal.SIGINT)
