@@ -1,10 +1,10 @@
-"""The TCP sockets a process tree listens on, read from /proc: for "nothing listens off loopback".
+"""What processes listen on, read from /proc: for "loopback only" and "nothing listens off loopback".
 
-/proc/<pid>/net/tcp and tcp6 list the sockets of that process's network namespace (the lab runs
-its graphs in one of its own, `lab.isolation`), one per row: the local address in hex, the state
-(0A: LISTEN) and the socket's inode, which /proc/<pid>/fd links name as `socket:[inode]`.
-/proc/<pid>/net/dev lists that namespace's interfaces: a socket bound to every interface (Dynamo's
-ZMQ publishers bind 0.0.0.0, `lab.isolation`) is reachable only on loopback when `lo` is the
+/proc/<pid>/net/{tcp,tcp6,udp,udp6} list the sockets of that process's network namespace (the lab
+runs its graphs in one of its own, `lab.isolation`), one per row: the local address in hex, the
+state (0A: a listening TCP socket) and the socket's inode, which /proc/<pid>/fd links name as
+`socket:[inode]`. /proc/<pid>/net/dev lists the namespace's interfaces: a socket bound to every
+interface (Dynamo's ZMQ publishers bind 0.0.0.0) is reachable only on loopback when `lo` is the
 namespace's only one.
 """
 
@@ -17,51 +17,42 @@ from pathlib import Path
 from stages.local.host_load import descendants, process_parents
 
 PROC = Path("/proc")
-LISTEN = "0A"
+_LISTEN = "0A"
 
 
-def _address(hex_address: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
-    # The kernel prints each 32-bit word in host order (little-endian here): reverse per word.
-    raw = bytes.fromhex(hex_address)
-    ordered = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    address = ipaddress.ip_address(ordered)
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped
-    return address
-
-
-def _listening_sockets(pid: int) -> dict[int, str]:
-    """inode -> `address:port` of every listening TCP socket in that process's network
-    namespace (none once it has gone)."""
-    found = {}
-    for table in ("tcp", "tcp6"):
-        try:
-            rows = (PROC / str(pid) / "net" / table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for row in rows:
-            fields = row.split()
-            local, state, inode = fields[1], fields[3], int(fields[9])
-            if state == LISTEN:
-                hex_address, hex_port = local.split(":")
-                found[inode] = f"{_address(hex_address)}:{int(hex_port, 16)}"
-    return found
-
-
-def _socket_inodes(pid: int) -> set[int]:
-    inodes: set[int] = set()
+def listening(pid: int) -> list[str]:
+    """The addresses a process listens on (TCP and UDP, IPv4 and IPv6); none once it has gone."""
     try:
-        fds = os.listdir(PROC / str(pid) / "fd")
-    except OSError:
-        return inodes
-    for fd in fds:
+        return _listening(pid)
+    except OSError:  # it exited while being read
+        return []
+
+
+def _listening(pid: int) -> list[str]:
+    inodes = set()
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
         try:
-            target = os.readlink(PROC / str(pid) / "fd" / fd)
+            target = os.readlink(fd)
         except OSError:
             continue
         if target.startswith("socket:["):
-            inodes.add(int(target[len("socket:[") : -1]))
-    return inodes
+            inodes.add(target[8:-1])
+    found = []
+    for table in ("tcp", "tcp6", "udp", "udp6"):
+        for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
+            fields = row.split()
+            tcp_listen = table.startswith("tcp") and fields[3] == _LISTEN
+            if fields[9] in inodes and (tcp_listen or table.startswith("udp")):
+                found.append(_address(fields[1]))
+    return found
+
+
+def _address(hex_address: str) -> str:
+    host, port = hex_address.split(":")
+    raw = bytes.fromhex(host)
+    # /proc prints each 32-bit word in host (little-endian) order.
+    ordered = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+    return f"{ipaddress.ip_address(ordered)}:{int(port, 16)}"
 
 
 def _interfaces(pid: int) -> list[str]:
@@ -72,30 +63,36 @@ def _interfaces(pid: int) -> list[str]:
     return [row.split(":", 1)[0].strip() for row in rows]
 
 
-def listening(root: int) -> dict[str, list[str]]:
-    """`address:port` -> the processes (`pid name [interfaces]`) of `root`'s tree that hold it
-    listening, with the interfaces of their network namespace."""
+def tree_listening(root: int) -> dict[str, list[str]]:
+    """`address:port` -> the processes of `root`'s tree that listen there, as `pid name
+    [interfaces of its network namespace]`."""
     held: dict[str, list[str]] = {}
     for pid in descendants(root, process_parents()):
-        sockets = _listening_sockets(pid)
-        for inode in _socket_inodes(pid) & set(sockets):
-            try:
-                name = (PROC / str(pid) / "comm").read_text().strip()
-            except OSError:
-                name = "?"
-            interfaces = ",".join(_interfaces(pid))
-            held.setdefault(sockets[inode], []).append(f"{pid} {name} [{interfaces}]")
+        addresses = listening(pid)
+        if not addresses:
+            continue
+        try:
+            name = (PROC / str(pid) / "comm").read_text().strip()
+        except OSError:
+            name = "?"
+        holder = f"{pid} {name} [{','.join(_interfaces(pid))}]"
+        for address in addresses:
+            held.setdefault(address, []).append(holder)
     return held
 
 
+def _loopback(address: str) -> bool:
+    ip = ipaddress.ip_address(address.rsplit(":", 1)[0])
+    mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None
+    return ip.is_loopback or (mapped is not None and mapped.is_loopback)
+
+
 def reachable_off_loopback(held: dict[str, list[str]]) -> dict[str, list[str]]:
-    """Those of `listening`'s sockets another interface than loopback can reach: bound to an
-    address that is not a loopback one, in a namespace with an interface besides `lo`."""
+    """Those of `tree_listening`'s sockets another interface than loopback can reach: bound to
+    an address that is not a loopback one, in a namespace with an interface besides `lo`."""
     exposed = {}
     for where, holders in held.items():
-        if ipaddress.ip_address(where.rsplit(":", 1)[0]).is_loopback:
-            continue
         reachable = [holder for holder in holders if not holder.endswith("[lo]")]
-        if reachable:
+        if reachable and not _loopback(where):
             exposed[where] = reachable
     return exposed

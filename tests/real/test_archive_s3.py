@@ -38,7 +38,7 @@ from stages.archive import ArchiveConflictError, ArchiveLocation
 from stages.archive.cli import main as archive_cli
 from stages.archive.store import Bucket
 from stages.cli import main as stages_cli
-from tests.real.test_cluster import listening
+from tests.real.listening import listening
 from tests.stages.archive.helpers import make_results, recorded_puts, tree
 from tests.stages.archive.test_cli import one_line_error, push_args, store_args
 from tests.stages.archive.test_report_inputs import T0, push_perf_run, report_args

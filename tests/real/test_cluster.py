@@ -4,7 +4,6 @@ graph's `Ready` that follows its generation."""
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import signal
@@ -17,11 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.real.listening import listening
 from tools import cluster as local
 from tools.cluster import processes
 from tools.engine import PROJECT
-
-_LISTEN = "0A"
 
 
 def cluster_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
@@ -38,34 +36,6 @@ def cluster_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess
 def started(folder: Path) -> list[processes.Started]:
     state = json.loads((folder / "cluster.json").read_text())
     return [processes.Started.from_json(item) for item in state["components"]]
-
-
-def listening(pid: int) -> list[str]:
-    """The addresses a process listens on (TCP and UDP, IPv4 and IPv6), from /proc."""
-    inodes = set()
-    for fd in Path(f"/proc/{pid}/fd").iterdir():
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    found = []
-    for table in ("tcp", "tcp6", "udp", "udp6"):
-        for row in Path(f"/proc/{pid}/net/{table}").read_text().splitlines()[1:]:
-            fields = row.split()
-            tcp_listen = table.startswith("tcp") and fields[3] == _LISTEN
-            if fields[9] in inodes and (tcp_listen or table.startswith("udp")):
-                found.append(_address(fields[1]))
-    return found
-
-
-def _address(hex_address: str) -> str:
-    host, port = hex_address.split(":")
-    raw = bytes.fromhex(host)
-    # /proc prints each 32-bit word in host (little-endian) order.
-    ordered = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
-    return f"{ipaddress.ip_address(ordered)}:{int(port, 16)}"
 
 
 def wait_gone(items: list[processes.Started], seconds: float = 20.0) -> list[str]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from stages.archive import ArchiveLocation, list_runs
 from tests.real.conftest import wait_until
-from tests.real.listening import listening, reachable_off_loopback
+from tests.real.listening import reachable_off_loopback, tree_listening
 from tools.engine import PROJECT
 
 WORKLOAD = [
@@ -36,9 +36,9 @@ def lab_ab(out: Path, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def left_running(out: Path) -> list[str]:
-    """Processes that still refer to `out` (the cluster's folder is in its components' command
-    lines, the graphs' folder in their processes' environment)."""
+def processes_of(out: Path) -> list[tuple[int, list[bytes]]]:
+    """The processes that refer to `out` (the cluster's folder is in its components' command
+    lines, the graphs' folder in their processes' environment): pid and argv."""
     marker = str(out.resolve()).encode()
     found = []
     for entry in Path("/proc").iterdir():
@@ -50,9 +50,13 @@ def left_running(out: Path) -> list[str]:
         except OSError:
             continue
         if marker in cmdline or marker in environ:
-            words = cmdline.replace(b"\0", b" ").decode(errors="replace")
-            found.append(f"{entry.name}: {words}")
+            found.append((int(entry.name), cmdline.split(b"\0")))
     return found
+
+
+def left_running(out: Path) -> list[str]:
+    """`processes_of(out)`, each as `pid: command line`."""
+    return [f"{pid}: {b' '.join(argv).decode(errors='replace')}" for pid, argv in processes_of(out)]
 
 
 def test_the_ab_runs_what_pulumi_up_deployed_and_leaves_nothing_running(tmp_path: Path) -> None:
@@ -104,16 +108,11 @@ def serving(lab: subprocess.Popen[str]) -> list[str]:
 
 
 def frontend_of(out: Path) -> int:
-    """The pid of the run's frontend (the graphs' folder is in its environment), not of the
-    process runner that started it (`stages/incluster/processes.py`, which names it too)."""
-    marker = str(out.resolve()).encode()
-    for entry in Path("/proc").iterdir():
-        try:
-            cmdline, environ = (entry / "cmdline").read_bytes(), (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if cmdline.split(b"\0")[1:3] == [b"-m", b"dynamo.frontend"] and marker in environ:
-            return int(entry.name)
+    """The pid of the run's frontend, not of the process runner that started it
+    (`stages/incluster/processes.py`, which names it too)."""
+    for pid, argv in processes_of(out):
+        if argv[1:3] == [b"-m", b"dynamo.frontend"]:
+            return pid
     raise AssertionError(f"no frontend of {out} runs")
 
 
@@ -125,7 +124,7 @@ def test_a_failed_profile_leaves_nothing_running_and_nothing_listened_beyond_loo
         lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = serving(lab)
-    held = listening(lab.pid)
+    held = tree_listening(lab.pid)
     frontend = frontend_of(out)
 
     os.kill(frontend, signal.SIGKILL)  # the graph breaks before its smoke stage
