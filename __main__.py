@@ -4,6 +4,7 @@ import signal
 
 import pulumi
 
+from components import live as cluster
 from components.config_parser import ConfigError
 from components.provider import kubernetes_provider
 from components.recipe import Recipe
@@ -21,10 +22,15 @@ except ConfigError as error:
     # RunError: the language host prints `error: <message>`, without a traceback.
     raise pulumi.RunError(str(error)) from None
 provider = kubernetes_provider("kubernetes", settings)
+# The live cluster, through the provider's kubeconfig and context, read only (components/live.py).
+live = cluster.Live(
+    cluster.connect(settings.kube_context, settings.kubeconfig_path), pulumi.log.warn
+)
 recipe = Recipe(
     "cosmos3",
     settings,
     secrets,
+    live,
     opts=pulumi.ResourceOptions(providers={"kubernetes": provider}),
 )
 for key, value in recipe.outputs.items():

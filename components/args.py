@@ -19,9 +19,6 @@ class _Args(BaseModel):
 class NamespaceArgs(_Args):
     name: str
     create: bool
-    protect: bool
-    """True when the namespace holds a model cache this stack created (a namespace delete would
-    delete it too)."""
 
 
 class SecretsArgs(_Args):
@@ -72,3 +69,6 @@ class GraphArgs(_Args):
     frontend_image: str
     worker: WorkerArgs
     ready_timeout_seconds: int
+    """For a graph at its first generation."""
+    update_timeout_seconds: int
+    """After a change: every worker restarts, in the operator's rolling update."""

@@ -14,13 +14,16 @@ import difflib
 import functools
 import json
 from collections.abc import Collection, Mapping
+from pathlib import Path
 from typing import Annotated, Any
 
+import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from components.config_rules import shown
 from components.credentials import credential_kind, mask
 from components.settings import (
+    LAYER_KEYS,
     PROJECT,
     QUIET_KEYS,
     SECRET_KEYS,
@@ -28,6 +31,9 @@ from components.settings import (
     config_key,
     cross_check_problems,
 )
+
+PROJECT_FILE = Path(__file__).resolve().parents[1] / "Pulumi.yaml"
+"""Declares every key with its default; the CLI merges the defaults under the stack's own values."""
 
 REMOVED_KEYS = {
     "servedModel": (
@@ -60,6 +66,7 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     values = {key: value for key, value in own.items() if key in declared}
     settings, unvalidated, problems = _validated(values)
     problems += [f"  {problem}" for problem in cross_check_problems(settings, unvalidated)]
+    problems += _ignored_layer_keys(settings, unvalidated)
     problems += _oversized_lines(own)
     present = {key: bool(own.get(key)) for key in SECRET_KEYS}
     marked = {key.rpartition(":")[2] for key in secret_keys}
@@ -78,6 +85,39 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
 
 def declared_keys() -> set[str]:
     return {field.alias or name for name, field in StackSettings.model_fields.items()}
+
+
+@functools.cache
+def declared_defaults() -> dict[str, Any]:
+    """Each key's default as `Pulumi.yaml` declares it (keys without one are left out)."""
+    project = yaml.safe_load(PROJECT_FILE.read_text())
+    return {
+        key: spec["default"]
+        for key, spec in (project.get("config") or {}).items()
+        if isinstance(spec, dict) and "default" in spec
+    }
+
+
+def _ignored_layer_keys(settings: StackSettings, unvalidated: set[str]) -> list[str]:
+    """A layer key set on a profile stack (a value other than its default), where the layer comes
+    from `sharedStack` and the key would change nothing: one line per key, with where it goes.
+    The CLI hands the program its defaults merged in, so a key set to its default cannot be told
+    apart from one not set; it changes nothing either way."""
+    if "shared_stack" in unvalidated or not settings.uses_shared_layer:
+        return []
+    defaults = declared_defaults()
+    lines = []
+    for name, field in StackSettings.model_fields.items():
+        key = field.alias or name
+        if key not in LAYER_KEYS or name in unvalidated:
+            continue
+        if getattr(settings, name) != _field_adapter(name).validate_python(defaults[key]):
+            lines.append(
+                f"  {config_key(key)} is set on a stack that reads its layer from "
+                f"{config_key('sharedStack')}={settings.shared_stack}, where it changes nothing: "
+                f"set it on {settings.shared_stack} and `pulumi config rm {config_key(key)}` here"
+            )
+    return lines
 
 
 def _validated(values: dict[str, Any]) -> tuple[StackSettings, set[str], list[str]]:

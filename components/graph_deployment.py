@@ -1,50 +1,134 @@
-"""Graph component: the DynamoGraphDeployment of one routing profile, awaited until Ready."""
+"""Graph component: the DynamoGraphDeployment of one routing profile, awaited until Ready.
+
+The provider applies the object and returns (`pulumi.com/skipAwait`; for a custom resource its
+deletion is still awaited); the program then waits in `pulumi up` until the operator reports
+`Ready` for the object's current generation (components/readiness.py):
+
+- within `graphReadyTimeoutSeconds` for a graph at its first generation (just created, or never
+  changed), within `graphUpdateTimeoutSeconds` after a change (a rolling restart of every worker);
+- ending early, with the graph's own reason, once its status says `failed` for that generation for
+  `FAILED_GRACE_SECONDS`;
+- every ending names the Ready condition's reason and message and what to look at; a re-run waits
+  again, from wherever the graph is.
+
+Every `pulumi up` ends with the graph Ready, including one that changed nothing.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
 from components import graph_manifest
 from components.args import GraphArgs
-from components.layer_manifests import SharedLayer
+from components.drift import warn_kubectl_fields
+from components.layer_manifests import Manifest, SharedLayer
+from components.live import Live, LiveReadError, ObjectRef
+from components.readiness import (
+    FAILED_GRACE_SECONDS,
+    Outcome,
+    Verdict,
+    WaitFailed,
+    graph_verdict,
+    wait_for,
+)
 
 
 class GraphDeployment(pulumi.ComponentResource):
-    """Frontend + NIM workers as one DynamoGraphDeployment.
+    """Frontend + NIM workers as one DynamoGraphDeployment; `ready` resolves once it is Ready.
 
-    The manifest's `pulumi.com/waitFor: condition=Ready` makes pulumi-kubernetes wait for the
-    operator's Ready condition (custom resources are otherwise "ready" on admission); the custom
-    timeout bounds that wait. The layer may be an Output when it comes from a shared layer stack.
+    The layer may be an Output when it comes from a shared layer stack. `depends_on` may hold
+    Outputs of resources: the graph is registered once they resolve (the download's wait).
     """
 
     resource: k8s.apiextensions.CustomResource
+    ready: pulumi.Output[bool]
 
     def __init__(
         self,
         name: str,
         args: GraphArgs,
         layer: pulumi.Input[SharedLayer],
-        depends_on: Sequence[pulumi.Resource] = (),
+        live: Live,
+        depends_on: Sequence[pulumi.Input[pulumi.Resource]] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:GraphDeployment", name, None, opts)
         manifest = pulumi.Output.from_input(layer).apply(
             lambda resolved: graph_manifest.graph_deployment(args, resolved)
         )
-        timeout = f"{args.ready_timeout_seconds}s"
         self.resource = k8s.apiextensions.CustomResource(
             name,
             api_version=graph_manifest.API_VERSION,
             kind=graph_manifest.KIND,
             metadata=manifest.apply(lambda m: m["metadata"]),
             spec=manifest.apply(lambda m: m["spec"]),
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=list(depends_on),
-                custom_timeouts=pulumi.CustomTimeouts(create=timeout, update=timeout),
-            ),
+            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )
-        self.register_outputs({})
+        manifest.apply(lambda m: warn_kubectl_fields(live, m, self.resource))
+        self.ready = pulumi.Output.all(manifest, self.resource.id).apply(
+            lambda both: _awaited(self.resource, live, both[0], args)
+        )
+        self.register_outputs({"ready": self.ready})
+
+
+def _awaited(resource: pulumi.Resource, live: Live, manifest: Manifest, args: GraphArgs) -> Any:
+    if pulumi.runtime.is_dry_run():
+        return True  # what a successful `up` makes it; nothing is awaited in a preview
+    ref = ObjectRef.of(manifest)
+
+    def judge() -> Verdict:
+        graph = live.view.get(ref)
+        if graph is None:
+            return Verdict(Outcome.FAILED, f"{ref} is gone: something deleted it")
+        return graph_verdict(graph)
+
+    def report(summary: str) -> None:
+        pulumi.log.info(f"graph: {summary}", resource=resource, ephemeral=True)
+
+    async def wait() -> bool:
+        timeout, key = _timeout(live, ref, args)
+        try:
+            await wait_for(judge, timeout, report, failed_grace_seconds=FAILED_GRACE_SECONDS)
+        except WaitFailed as failure:
+            raise pulumi.RunError(graph_failure(failure, ref, timeout, key)) from None
+        return True
+
+    return wait()
+
+
+def _timeout(live: Live, ref: ObjectRef, args: GraphArgs) -> tuple[int, str]:
+    """The create timeout for a graph at its first generation, else the update timeout."""
+    try:
+        graph = live.view.metadata(ref)
+    except LiveReadError:  # unknown: the longer of the two
+        longer = max(args.ready_timeout_seconds, args.update_timeout_seconds)
+        return longer, "graphReadyTimeoutSeconds or graphUpdateTimeoutSeconds"
+    generation = int(((graph or {}).get("metadata") or {}).get("generation") or 1)
+    if generation <= 1:
+        return args.ready_timeout_seconds, "graphReadyTimeoutSeconds"
+    return args.update_timeout_seconds, "graphUpdateTimeoutSeconds"
+
+
+def graph_failure(failure: WaitFailed, ref: ObjectRef, timeout: int, key: str) -> str:
+    """The error of a graph that did not become Ready: its reason, where to look, what next."""
+    verdict = failure.verdict
+    if failure.timed_out:
+        head = f"{ref} is not Ready after {timeout} s (cosmos3-nano-reasoner:{key})"
+    else:
+        head = f"{ref} cannot start: its status says so for {FAILED_GRACE_SECONDS:.0f} s"
+    selector = f"nvidia.com/dynamo-graph-deployment-name={ref.name}"
+    return "\n".join(
+        [
+            f"{head}: {verdict.summary}",
+            *(f"  {line}" for line in verdict.details),
+            (
+                f"  check: `kubectl describe dynamographdeployment {ref.name} -n {ref.namespace}`, "
+                f"its pods (`kubectl get pods -n {ref.namespace} -l {selector}`) and their events"
+            ),
+            "  the next `pulumi up` waits for it again, from wherever it is",
+        ]
+    )

@@ -40,7 +40,8 @@ def graph_deployment(args: GraphArgs, layer: SharedLayer) -> Manifest:
             "name": names.graph_name(args.routing.profile),
             "namespace": layer.namespace,
             "labels": names.labels("inference-graph"),
-            "annotations": names.object_annotations(waitFor="condition=Ready"),
+            # The program waits for Ready itself (components/graph_deployment.py).
+            "annotations": names.object_annotations(skipAwait="true"),
         },
         "spec": {
             "backendFramework": "vllm",
@@ -84,6 +85,15 @@ def worker_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
     return with_extra_env(recipe_env, worker.extra_env)
 
 
+def _credentials_mark(layer: SharedLayer) -> Manifest:
+    """The workers' pod template carries a digest of the credentials they read
+    (components/credentials_digest.py): a rotated key changes the template, and the operator
+    restarts every worker with it. Never the key itself."""
+    if not layer.credentials_digest:
+        return {}
+    return {"metadata": {"annotations": {names.CREDENTIALS_ANNOTATION: layer.credentials_digest}}}
+
+
 def worker(args: WorkerArgs, layer: SharedLayer) -> Manifest:
     sizing = {
         "cpu": args.cpu,
@@ -110,11 +120,12 @@ def worker(args: WorkerArgs, layer: SharedLayer) -> Manifest:
         "runtimeVersionOverride": args.runtime_version,
         "sharedMemorySize": args.shared_memory,
         "podTemplate": {
+            **_credentials_mark(layer),
             "spec": {
                 **gpu_placement(args, layer),
                 "terminationGracePeriodSeconds": 60,
                 "volumes": [cache_volume(layer)],
                 "containers": [container],
-            }
+            },
         },
     }

@@ -25,6 +25,8 @@ class SharedLayer:
     model_cache_claim: str
     ngc_secret: str = names.NGC_SECRET
     registry_pull_secret: str | None = None
+    credentials_digest: str = ""
+    """Of the credentials in those Secrets (components/credentials_digest.py); marks the workers."""
 
 
 def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
@@ -66,6 +68,25 @@ def _secret(name: str, namespace_name: str, type_: str, string_data: Manifest) -
         "metadata": _metadata(name, namespace_name, "credentials"),
         "type": type_,
         "stringData": string_data,
+    }
+
+
+LAYER_GUARD_NOTE = """\
+This ConfigMap guards the shared layer of cosmos3-nano-reasoner in this namespace: the model cache
+claim, the Secrets and the model download that running graphs use. The stack that created it
+protects it, and it depends on everything else in the layer, so no `pulumi destroy` of that stack,
+with or without its preview, deletes any of them. To tear the layer down: destroy every profile
+stack first, then follow "Tear down" in the project's docs/day-two.md.
+"""
+
+
+def layer_guard(namespace_name: str) -> Manifest:
+    """The layer guard's ConfigMap (components/layer_guard.py): constant, so never replaced."""
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(names.LAYER_GUARD, namespace_name, "layer-guard"),
+        "data": {"README": LAYER_GUARD_NOTE},
     }
 
 
@@ -212,13 +233,17 @@ def cache_owner_container(image: str) -> Manifest:
     }
 
 
-def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
+def model_download_job(
+    args: DownloadArgs, layer: SharedLayer, rerun_of: str | None = None
+) -> Manifest:
     """The Job that fills the cache with the same pinned image and NIM selection as the workers.
 
     Its memory is the workers' (`workerMemory`): the NIM counts a pod's memory limit as system
     memory when it selects a profile, so a smaller Job could download a profile the workers would
-    not select. Its deadline is Pulumi's wait, so a Job a timed-out update leaves behind stops
-    and frees its GPU instead of holding it until the next `pulumi up`.
+    not select. Its `activeDeadlineSeconds` (`modelDownloadTimeoutSeconds`) is what ends a download
+    that cannot finish: Kubernetes fails the Job that long after its start, Pending included, and
+    frees its GPU; the program's wait ends with it (components/readiness.py). `rerun_of` names a
+    failed Job this one runs again (components/model_download.py).
     """
     gpus = _gpu(args.gpus)
     memory = {"memory": args.worker.memory}
@@ -239,12 +264,13 @@ def model_download_job(args: DownloadArgs, layer: SharedLayer) -> Manifest:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": _metadata(names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download")
-        | {"annotations": names.object_annotations(replaceUnready="true")},
+        | {"annotations": names.object_annotations(**names.PROVIDER_WAIT_ENDS_AT_ONCE)},
         "spec": {
             "backoffLimit": 3,
             "activeDeadlineSeconds": args.timeout_seconds,
             "template": {
-                "metadata": {"labels": names.labels("model-download")},
+                "metadata": {"labels": names.labels("model-download")}
+                | ({"annotations": {names.RERUN_ANNOTATION: rerun_of}} if rerun_of else {}),
                 "spec": {
                     "restartPolicy": "Never",
                     "securityContext": NIM_POD_SECURITY_CONTEXT,

@@ -25,6 +25,8 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import ModelCacheArgs
+from components.drift import warn_kubectl_fields
+from components.live import Live
 
 
 class ModelCache(pulumi.ComponentResource):
@@ -36,6 +38,7 @@ class ModelCache(pulumi.ComponentResource):
         self,
         name: str,
         args: ModelCacheArgs,
+        live: Live,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -61,6 +64,7 @@ class ModelCache(pulumi.ComponentResource):
                     child, pulumi.ResourceOptions(protect=True, depends_on=[storage_class])
                 ),
             )
+            warn_kubectl_fields(live, manifest, claim)
         self.claim = claim
         # Always set: the claim is created or read under its configured name.
         self.claim_name = claim.metadata.apply(lambda metadata: cast(str, metadata.name))

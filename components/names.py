@@ -13,6 +13,15 @@ CACHE_VOLUME = "shared-model-cache"
 CACHE_MOUNT_PATH = "/shared-model-cache"
 """Dynamo recipes mount the canonical cache volume here; NIM_CACHE_PATH points the NIM at it."""
 
+LAYER_GUARD = f"{APP}-layer-guard"
+"""The protected ConfigMap that no destroy gets past (components/layer_guard.py)."""
+RERUN_ANNOTATION = f"{APP}/rerun-of-failed-job"
+"""On the download Job's pod template: the uid of the failed Job it runs again (a changed template
+is what makes the provider replace a Job; components/model_download.py)."""
+CREDENTIALS_ANNOTATION = f"{APP}/credentials-digest"
+"""On the workers' pod template: a digest of the credentials they read, so that a rotated key
+restarts them (components/credentials_digest.py)."""
+
 FRONTEND_COMPONENT = "Frontend"
 WORKER_COMPONENT = "Worker"
 MAIN_CONTAINER = "main"
@@ -35,6 +44,11 @@ def frontend_service(graph: str) -> str:
 
 
 PATCH_FORCE = "pulumi.com/patchForce"
+PROVIDER_WAIT_ENDS_AT_ONCE = {"waitFor": "jsonpath={.metadata.uid}"}
+"""The provider's own wait ends as soon as the object exists: the program waits itself, in its own
+words (components/readiness.py). Not `skipAwait`, which for a Job also skips waiting for its
+deletion, so that a replacement would create the new Job while the old one is still being deleted
+(pulumi-kubernetes `allowsSkipAwaitWithDelete`)."""
 
 
 def object_annotations(**pulumi_annotations: str) -> dict[str, str]:

@@ -49,6 +49,7 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
 
 CACHE_READY_KEY = "modelCacheReady"
 WORKER_IMAGE_KEY = "workerImage"
+CREDENTIALS_DIGEST_KEY = "credentialsDigest"
 LAYER_OUTPUT_KEYS = (
     "namespace",
     "modelCacheClaim",
@@ -56,9 +57,11 @@ LAYER_OUTPUT_KEYS = (
     "registryPullSecret",
     WORKER_IMAGE_KEY,
     CACHE_READY_KEY,
+    CREDENTIALS_DIGEST_KEY,
 )
-OPTIONAL_LAYER_KEYS = frozenset({"registryPullSecret"})
-"""None when there is no mirror; the engine then stores no such key at all."""
+OPTIONAL_LAYER_KEYS = frozenset({"registryPullSecret", CREDENTIALS_DIGEST_KEY})
+"""None when there is no mirror; the engine then stores no such key at all. A layer deployed by
+an earlier version of this program has no credentialsDigest: `ordering_problems` says so."""
 
 
 def layer_outputs(layer: SharedLayer) -> dict[str, object]:
@@ -76,7 +79,8 @@ def layer_outputs(layer: SharedLayer) -> dict[str, object]:
 
 
 def missing_layer_outputs(outputs: Mapping[str, Any]) -> list[str]:
-    """The required layer keys that `outputs` (as the engine stores them) lacks."""
+    """The layer keys that `outputs` (as the engine stores them) lacks, without which no graph can
+    be built on it."""
     return [
         key
         for key in LAYER_OUTPUT_KEYS
@@ -89,13 +93,15 @@ class SharedLayerError(ValueError):
 
 
 def shared_layer_from_outputs(
-    outputs: Mapping[str, Any], settings: StackSettings, stack: str
-) -> SharedLayer:
-    """The layer a profile stack runs on, from the layer stack's outputs as the engine stores them.
+    outputs: Mapping[str, Any], settings: StackSettings, stack: str, preview: bool = False
+) -> tuple[SharedLayer, list[str]]:
+    """The layer a profile stack runs on, from the layer stack's outputs as the engine stores them,
+    and what a preview warns about.
 
-    Refuses, saying what to do, a layer stack that never completed an update (no outputs), whose
-    download has not completed, or whose cache holds another worker image than this stack runs:
-    workers would otherwise download the model themselves on start, into the shared cache.
+    Refuses, saying what to do, a layer stack that never completed an update (no outputs) or that
+    puts the layer in a namespace the cluster owns. What only the order of updates settles
+    (`ordering_problems`) is refused in `up` and only warned about in a preview, which then shows
+    this stack's diff: a pull request that changes the image shows every stack's.
     """
     missing = missing_layer_outputs(outputs)
     if missing:
@@ -104,26 +110,47 @@ def shared_layer_from_outputs(
             "has not completed a `pulumi up` of this program (or of a version before these "
             f"outputs). Deploy it first (`pulumi up --stack {stack}`), then update this stack."
         )
-    if outputs[CACHE_READY_KEY] is not True:
-        raise SharedLayerError(
-            f"the model download of {stack} has not completed ({CACHE_READY_KEY}="
-            f"{outputs[CACHE_READY_KEY]!r}): run `pulumi up --stack {stack}` until its download "
-            "Job completes, then update this stack."
-        )
-    if outputs[WORKER_IMAGE_KEY] != settings.worker_image:
-        raise SharedLayerError(
-            f"{config_key('workerImage')} is {settings.worker_image!r}, but {stack} filled the "
-            f"model cache with {outputs[WORKER_IMAGE_KEY]!r}: set the same workerImage on both "
-            f"stacks; to change the image, update {stack} first (it downloads for the new image)."
-        )
     if is_system_namespace(str(outputs["namespace"])):
         raise SharedLayerError(
             f"{stack} puts the layer in namespace {outputs['namespace']!r}, which the cluster owns: "
             f"set {config_key('namespace')} on {stack} to a namespace of its own and update it first"
         )
-    return SharedLayer(
+    problems = ordering_problems(outputs, settings, stack)
+    if problems and not preview:
+        raise SharedLayerError("\n".join(problems))
+    notes = [f"{problem} (`pulumi up` refuses this until then)" for problem in problems]
+    layer = SharedLayer(
         namespace=str(outputs["namespace"]),
         model_cache_claim=str(outputs["modelCacheClaim"]),
         ngc_secret=str(outputs["ngcSecret"]),
         registry_pull_secret=outputs.get("registryPullSecret"),
+        credentials_digest=str(outputs.get(CREDENTIALS_DIGEST_KEY) or ""),
     )
+    return layer, notes
+
+
+def ordering_problems(outputs: Mapping[str, Any], settings: StackSettings, stack: str) -> list[str]:
+    """What the layer stack must do before this stack's update: complete its download, download
+    for this stack's image, export the credentials' digest. Each says the order."""
+    problems = []
+    if outputs[CACHE_READY_KEY] is not True:
+        problems.append(
+            f"the model download of {stack} has not completed ({CACHE_READY_KEY}="
+            f"{outputs[CACHE_READY_KEY]!r}): run `pulumi up --stack {stack}` until its download "
+            "Job completes, then update this stack."
+        )
+    if outputs[WORKER_IMAGE_KEY] != settings.worker_image:
+        problems.append(
+            f"{config_key('workerImage')} is {settings.worker_image!r}, but {stack} filled the "
+            f"model cache with {outputs[WORKER_IMAGE_KEY]!r}: set the same workerImage on both "
+            f"stacks. To change the image: `pulumi destroy` the profile graph that runs (its "
+            f"workers hold the GPUs the new download needs), `pulumi up --stack {stack}` (it "
+            "downloads for the new image), then `pulumi up` this stack."
+        )
+    if not outputs.get(CREDENTIALS_DIGEST_KEY):
+        problems.append(
+            f"{stack} has no output {CREDENTIALS_DIGEST_KEY}: it was deployed by an earlier "
+            f"version of this program. Update it first (`pulumi up --stack {stack}`), then this "
+            "stack, whose workers then restart whenever its credentials change."
+        )
+    return problems

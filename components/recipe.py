@@ -7,6 +7,7 @@ DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +24,9 @@ from components.args import (
 )
 from components.contract import StackOutputs
 from components.graph_deployment import GraphDeployment
+from components.layer_guard import LayerGuard
 from components.layer_manifests import SharedLayer
+from components.live import Live
 from components.model_cache import ModelCache
 from components.model_download import ModelDownload
 from components.namespace import Namespace
@@ -41,66 +44,85 @@ class Recipe(pulumi.ComponentResource):
         name: str,
         settings: StackSettings,
         secrets: SecretValues | None,
+        live: Live,
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:Recipe", name, None, opts)
         if settings.uses_shared_layer:
             layer = _read_shared_layer(name, settings, self)
-            ready: list[pulumi.Resource] = []
+            ready: list[pulumi.Input[pulumi.Resource]] = []
             exported: dict[str, pulumi.Output[Any]] = {}
         else:
-            layer_plain, ready, exported = self._create_layer(name, settings, secrets)
-            layer = pulumi.Output.from_input(layer_plain)
+            layer, ready, exported = self._create_layer(name, settings, secrets, live)
         if settings.deploy_graph:
-            GraphDeployment(
+            graph = GraphDeployment(
                 f"{name}-graph",
                 graph_args(settings),
                 layer,
+                live,
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            contract = layer.apply(
-                lambda resolved: outputs.graph_outputs(settings, resolved).to_json_dict()
+            # Exported once the graph is Ready: an update that did not get there keeps the outputs
+            # of the last one that did.
+            contract = pulumi.Output.all(layer, graph.ready).apply(
+                lambda both: outputs.graph_outputs(settings, both[0]).to_json_dict()
             )
             exported |= _keyed(contract, StackOutputs.keys())
         self.outputs = exported
         self.register_outputs(exported)
 
     def _create_layer(
-        self, name: str, settings: StackSettings, secrets: SecretValues | None
-    ) -> tuple[SharedLayer, list[pulumi.Resource], dict[str, pulumi.Output[Any]]]:
-        """Namespace, secrets, cache and download: the layer, what the graph waits for, and the
-        layer's exports for profile stacks."""
+        self, name: str, settings: StackSettings, secrets: SecretValues | None, live: Live
+    ) -> tuple[
+        pulumi.Output[SharedLayer],
+        list[pulumi.Input[pulumi.Resource]],
+        dict[str, pulumi.Output[Any]],
+    ]:
+        """Namespace, secrets, cache, download and their guard: the layer, what the graph waits
+        for, and the layer's exports for profile stacks."""
         if secrets is None:
             raise ValueError("a stack that creates the shared layer needs the secret values")
-        layer = own_layer(settings)
+        plain = own_layer(settings)
         child = pulumi.ResourceOptions(parent=self)
-        namespace = Namespace(f"{name}-namespace", namespace_args(settings), opts=child)
+        namespace = Namespace(f"{name}-namespace", namespace_args(settings), live, opts=child)
         secrets_args = SecretsArgs(
             namespace=settings.namespace,
             registry_server=settings.registry_server,
             registry_username=settings.registry_username,
         )
+        credentials = Secrets(
+            f"{name}-secrets", secrets_args, secrets, live, depends_on=[namespace], opts=child
+        )
         created: list[pulumi.Resource] = [
             namespace,
-            Secrets(f"{name}-secrets", secrets_args, secrets, depends_on=[namespace], opts=child),
+            credentials,
             ModelCache(
-                f"{name}-model-cache", cache_args(settings), depends_on=[namespace], opts=child
+                f"{name}-model-cache",
+                cache_args(settings),
+                live,
+                depends_on=[namespace],
+                opts=child,
             ),
         ]
         exported = {
             key: pulumi.Output.from_input(value)
-            for key, value in outputs.layer_outputs(layer).items()
+            for key, value in outputs.layer_outputs(plain).items()
         }
+        exported[outputs.CREDENTIALS_DIGEST_KEY] = credentials.digest
+        ready: list[pulumi.Input[pulumi.Resource]] = list(created)
         if settings.model_download:
             download = ModelDownload(
                 f"{name}-model-download",
                 download_args(settings),
-                layer,
+                plain,
+                live,
                 depends_on=created,
                 opts=child,
             )
             created.append(download)
+            # The graph is registered once the download's wait has seen it complete.
+            ready = [download.cache_ready.apply(lambda _: download.job)]
             exported[outputs.WORKER_IMAGE_KEY] = download.image
             exported[outputs.CACHE_READY_KEY] = download.cache_ready
         else:
@@ -108,7 +130,11 @@ class Recipe(pulumi.ComponentResource):
             # cookbook default), or it was filled by hand. Documented under modelDownload.
             exported[outputs.WORKER_IMAGE_KEY] = pulumi.Output.from_input(settings.worker_image)
             exported[outputs.CACHE_READY_KEY] = pulumi.Output.from_input(True)
-        return layer, created, exported
+        LayerGuard(f"{name}-layer-guard", settings.namespace, live, depends_on=created, opts=child)
+        layer = credentials.digest.apply(
+            lambda digest: dataclasses.replace(plain, credentials_digest=digest)
+        )
+        return layer, ready, exported
 
 
 # --- what each component consumes, from the settings ---------------------------------------------
@@ -123,11 +149,7 @@ def own_layer(settings: StackSettings) -> SharedLayer:
 
 
 def namespace_args(settings: StackSettings) -> NamespaceArgs:
-    return NamespaceArgs(
-        name=settings.namespace,
-        create=settings.create_namespace,
-        protect=settings.manages_model_cache,
-    )
+    return NamespaceArgs(name=settings.namespace, create=settings.create_namespace)
 
 
 def cache_args(settings: StackSettings) -> ModelCacheArgs:
@@ -171,6 +193,7 @@ def graph_args(settings: StackSettings) -> GraphArgs:
         frontend_image=settings.frontend_image,
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,
+        update_timeout_seconds=settings.graph_update_timeout_seconds,
     )
 
 
@@ -181,7 +204,9 @@ def _read_shared_layer(
 
     The engine itself fails a reference to a stack that does not exist ("unknown stack", pulumi
     `backendClient.GetStackOutputs`); a stack that exists but lacks what this stack needs is
-    refused here with what to do, as a clean `error:` line (RunError, no traceback).
+    refused here with what to do, as a clean `error:` line (RunError, no traceback). What only
+    the order of updates settles (a new image, a download not yet complete) is a warning in a
+    preview, which then shows this stack's diff, and a refusal in `up`.
     """
     stack = qualified_stack_name(
         settings.shared_stack, pulumi.get_organization(), pulumi.get_project()
@@ -191,10 +216,14 @@ def _read_shared_layer(
     )
 
     def checked(values: dict[str, Any]) -> SharedLayer:
+        preview = pulumi.runtime.is_dry_run()
         try:
-            return outputs.shared_layer_from_outputs(values, settings, stack)
+            layer, notes = outputs.shared_layer_from_outputs(values, settings, stack, preview)
         except outputs.SharedLayerError as error:
             raise pulumi.RunError(str(error)) from None
+        for note in notes:
+            pulumi.log.warn(note, resource=shared)
+        return layer
 
     return shared.outputs.apply(checked)
 

@@ -10,7 +10,10 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import SecretsArgs
+from components.credentials_digest import credentials_digest
+from components.drift import warn_kubectl_fields
 from components.layer_manifests import Manifest
+from components.live import Live
 
 
 @dataclass(frozen=True)
@@ -22,13 +25,21 @@ class SecretValues:
 
 
 class Secrets(pulumi.ComponentResource):
-    """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`."""
+    """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`.
+
+    A changed key or password updates a Secret in place (the provider's `enableSecretMutable`):
+    no moment where a starting pod finds it missing. `digest` marks the workers that read them
+    (components/credentials_digest.py); it is plain, never the values.
+    """
+
+    digest: pulumi.Output[str]
 
     def __init__(
         self,
         name: str,
         args: SecretsArgs,
         values: SecretValues,
+        live: Live,
         depends_on: Sequence[pulumi.Resource] = (),
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
@@ -38,8 +49,10 @@ class Secrets(pulumi.ComponentResource):
             f"{name}-ngc",
             layer_manifests.ngc_secret(args.namespace, values.ngc_api_key),
             child,
+            live,
         )
         self.registry: k8s.core.v1.Secret | None = None
+        docker_config: pulumi.Output[str | None] = pulumi.Output.from_input(None)
         if args.registry_server and values.registry_password is not None:
             docker_config = values.registry_password.apply(
                 lambda password: layer_manifests.docker_config_json(
@@ -47,17 +60,25 @@ class Secrets(pulumi.ComponentResource):
                 )
             )
             manifest = layer_manifests.registry_pull_secret(args.namespace, docker_config)
-            self.registry = _secret(f"{name}-registry", manifest, child)
-        self.register_outputs({})
+            self.registry = _secret(f"{name}-registry", manifest, child, live)
+        digest = pulumi.Output.all(values.ngc_api_key, docker_config).apply(
+            lambda both: credentials_digest(both[0], both[1])
+        )
+        self.digest = pulumi.Output.unsecret(digest)
+        self.register_outputs({"digest": self.digest})
 
 
-def _secret(name: str, manifest: Manifest, opts: pulumi.ResourceOptions) -> k8s.core.v1.Secret:
+def _secret(
+    name: str, manifest: Manifest, opts: pulumi.ResourceOptions, live: Live
+) -> k8s.core.v1.Secret:
     # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
     # encrypted in state even when an input was plain.
-    return k8s.core.v1.Secret(
+    secret = k8s.core.v1.Secret(
         name,
         metadata=manifest["metadata"],
         type=manifest["type"],
         string_data=manifest["stringData"],
         opts=opts,
     )
+    warn_kubectl_fields(live, manifest, secret)
+    return secret

@@ -99,6 +99,7 @@ class StackSettings(BaseModel):
         int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)
     ]
     graph_ready_timeout_seconds: Count
+    graph_update_timeout_seconds: Count
 
     frontend_image: Image
     worker_image: Image
@@ -182,23 +183,27 @@ def _registry_credentials(s: StackSettings) -> str | None:
     return None
 
 
-def _shared_layer_owns_cluster_objects(s: StackSettings) -> str | None:
-    if not s.uses_shared_layer:
-        return None
-    owned = [
-        key
-        for key, value in (
-            ("registryServer", s.registry_server),
-            ("modelCacheStorageClass", s.model_cache_storage_class),
-        )
-        if value
-    ]
-    if owned:
-        return (
-            f"{', '.join(config_key(key) for key in owned)} set on a stack that reads the shared "
-            f"layer from sharedStack={s.shared_stack}: set them on the shared stack instead"
-        )
-    if not s.deploy_graph:
+LAYER_KEYS = (
+    "namespace",
+    "createNamespace",
+    "registryServer",
+    "registryUsername",
+    "modelCacheClaim",
+    "modelCacheMode",
+    "modelCacheStorageClass",
+    "modelCacheSize",
+    "modelDownload",
+    "modelDownloadCommand",
+    "modelDownloadGpus",
+    "modelDownloadTimeoutSeconds",
+)
+"""What only the stack that owns the layer uses: a profile stack reads the layer from its
+`sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
+refuses it)."""
+
+
+def _shared_layer_and_no_graph(s: StackSettings) -> str | None:
+    if s.uses_shared_layer and not s.deploy_graph:
         return (
             f"{config_key('sharedStack')} is set and {config_key('deployGraph')} is false: "
             "this stack would deploy nothing"
@@ -212,10 +217,7 @@ _CROSS_CHECKS = (
         _storage_class_needed,
     ),
     CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
-    CrossCheck(
-        frozenset({"shared_stack", "registry_server", "model_cache_storage_class", "deploy_graph"}),
-        _shared_layer_owns_cluster_objects,
-    ),
+    CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
 )
 
 

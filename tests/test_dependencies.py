@@ -52,7 +52,6 @@ NOT_FOR_DEPLOY = {
     "imageio-ffmpeg",
     "import-linter",
     "jsonschema",
-    "kubernetes",
     "kubernetes-validate",
     "matplotlib",
     "moto",

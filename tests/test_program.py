@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+from unittest import mock
 
 import pytest
 from pulumi import RunError
 
 from components.contract import StackOutputs
+from components.credentials_digest import credentials_digest
+from components.live import NoCluster
 from tests.conftest import NGC_KEY
-from tools.mock_engine import ProgramRun
+from tools.mock_engine import MockCluster, ProgramRun
 from tools.offline import shared_layer_outputs
 from tools.stack_files import PROJECT, SHARED_STACK, SHIPPED_STACKS
 
@@ -21,10 +24,11 @@ NS = "kubernetes:core/v1:Namespace"
 SECRET = "kubernetes:core/v1:Secret"
 PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 JOB = "kubernetes:batch/v1:Job"
+CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 STACK_REF = "pulumi:pulumi:StackReference"
 
-LAYER_OBJECTS = [NS, SECRET, PVC, JOB]
+LAYER_OBJECTS = [NS, SECRET, PVC, JOB, CONFIG_MAP]
 EXPECTED_OBJECTS = {
     "dev": [*LAYER_OBJECTS, DGD],
     "shared": LAYER_OBJECTS,
@@ -72,6 +76,7 @@ def test_dev_stack_objects_names_and_namespaces(run_stack: RunStack) -> None:
         SECRET: "ngc-api-secret",
         PVC: "shared-model-cache",
         JOB: "cosmos3-nano-reasoner-model-download",
+        CONFIG_MAP: "cosmos3-nano-reasoner-layer-guard",
         DGD: "cosmos3-nano-reasoner-agg-h200-round-robin",
     }
     for obj in run.kubernetes_objects():
@@ -86,24 +91,32 @@ def test_model_cache_is_protected_and_read_write_many(run_stack: RunStack) -> No
     assert claim.inputs["spec"]["storageClassName"] == "rwx-nfs"
 
 
-def test_download_job_is_awaited_with_its_timeout_and_replaced_when_unready(
-    run_stack: RunStack,
-) -> None:
-    run = run_stack("shared", {"modelDownloadTimeoutSeconds": 5400})
+def test_the_program_awaits_the_download_job_the_provider_does_not(run_stack: RunStack) -> None:
+    cluster = MockCluster()
+    run = run_stack("shared", {"modelDownloadTimeoutSeconds": 5400}, cluster=cluster)
     job = run.one(JOB)
-    assert job.custom_timeouts == {"create": "5400s", "update": "5400s"}
-    assert job.inputs["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+    annotations = job.inputs["metadata"]["annotations"]
+    assert annotations["pulumi.com/waitFor"] == "jsonpath={.metadata.uid}"
+    assert (
+        "pulumi.com/replaceUnready" not in annotations and "pulumi.com/skipAwait" not in annotations
+    )
+    assert job.inputs["spec"]["activeDeadlineSeconds"] == 5400
+    assert job.custom_timeouts == {"create": "", "update": "", "delete": "600s"}
+    assert ("Job", "cosmos3-nano-reasoner-model-download") in cluster.reads
+    assert run.exports["modelCacheReady"] is True
     urns = {r.type: r.urn for r in run.kubernetes_objects()}
     assert {urns[NS], urns[SECRET], urns[PVC]} <= set(job.dependencies)
 
 
-def test_graph_waits_for_ready_and_depends_on_the_download(run_stack: RunStack) -> None:
-    run = run_stack("dev", {"graphReadyTimeoutSeconds": 1800})
+def test_the_program_awaits_the_graph_after_the_download(run_stack: RunStack) -> None:
+    cluster = MockCluster()
+    run = run_stack("dev", cluster=cluster)
     graph = run.one(DGD)
-    assert graph.inputs["metadata"]["annotations"]["pulumi.com/waitFor"] == "condition=Ready"
-    assert graph.custom_timeouts == {"create": "1800s", "update": "1800s"}
+    assert graph.inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    assert "pulumi.com/waitFor" not in graph.inputs["metadata"]["annotations"]
+    assert ("DynamoGraphDeployment", graph.inputs["metadata"]["name"]) in cluster.reads
     urns = {r.type: r.urn for r in run.kubernetes_objects()}
-    assert {urns[JOB], urns[SECRET], urns[PVC], urns[NS]} <= set(graph.dependencies)
+    assert urns[JOB] in graph.dependencies
 
 
 def test_without_download_the_graph_does_not_wait_for_a_job(run_stack: RunStack) -> None:
@@ -206,11 +219,13 @@ def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) 
         "ngcSecret": "ngc-api-secret",
         "workerImage": "nvcr.io/nim/nvidia/cosmos3:2.1.0",
         "modelCacheReady": True,
+        "credentialsDigest": credentials_digest(NGC_KEY, None),
     }
 
 
 def test_the_mock_shared_layer_is_what_the_shipped_shared_stack_stores(run_stack: RunStack) -> None:
-    assert shared_layer_outputs() == {SHARED_STACK: run_stack("shared").exports}
+    stored = run_stack("shared").exports
+    assert shared_layer_outputs(ngc_api_key=NGC_KEY) == {SHARED_STACK: stored}
 
 
 def _graph_without_routing(run: ProgramRun) -> dict[str, Any]:
@@ -335,9 +350,24 @@ def test_a_stack_that_creates_the_cache_protects_its_namespace(
     assert run.one(NS).protect and run.one(PVC).protect
 
 
-def test_a_namespace_without_a_cache_of_this_stack_is_not_protected(run_stack: RunStack) -> None:
-    run = run_stack("dev", {"modelCacheMode": "existing", "modelCacheStorageClass": ""})
-    assert not run.one(NS).protect
+@pytest.mark.parametrize("mode", ["create", "existing"])
+def test_a_created_namespace_is_protected_and_never_deleted(run_stack: RunStack, mode: str) -> None:
+    """An existing claim's namespace too: a destroy that deleted it would delete the claim."""
+    overrides = {"modelCacheMode": mode} | (
+        {"modelCacheStorageClass": ""} if mode == "existing" else {}
+    )
+    namespace = run_stack("dev", overrides).one(NS)
+    assert namespace.protect and namespace.retain_on_delete
+
+
+def test_the_layer_guard_is_protected_and_comes_after_everything_in_the_layer(
+    run_stack: RunStack,
+) -> None:
+    run = run_stack("shared")
+    guard = run.one(CONFIG_MAP)
+    assert guard.protect
+    urns = {r.type: r.urn for r in run.kubernetes_objects()}
+    assert {urns[NS], urns[SECRET], urns[PVC], urns[JOB]} <= set(guard.dependencies)
 
 
 def test_no_stack_references_itself(run_stack: RunStack) -> None:
@@ -434,3 +464,68 @@ def test_without_a_download_the_layer_is_ready_for_the_configured_image(
     exports = run_stack("shared", {"modelDownload": False}).exports
     assert exports["workerImage"] == "nvcr.io/nim/nvidia/cosmos3:2.1.0"
     assert exports["modelCacheReady"] is True
+
+
+# --- what a run decides from the live cluster (components/live.py) ------------------------------
+
+JOB_NAME = "cosmos3-nano-reasoner-model-download"
+
+
+def live_job(condition: str | None, uid: str = "failed-uid") -> dict[str, Any]:
+    conditions = [{"type": condition, "status": "True", "reason": "DeadlineExceeded"}]
+    return {
+        "metadata": {"name": JOB_NAME, "uid": uid},
+        "spec": {"template": {"metadata": {}}},
+        "status": {"conditions": conditions if condition else []},
+    }
+
+
+def test_a_failed_download_is_run_again_by_a_mark_in_its_replacements_template(
+    run_stack: RunStack,
+) -> None:
+    cluster = MockCluster({("Job", JOB_NAME): live_job("FailureTarget")})
+    job = run_stack("shared", cluster=cluster, preview=True).one(JOB)
+    template = job.inputs["spec"]["template"]["metadata"]
+    assert template["annotations"] == {"cosmos3-nano-reasoner/rerun-of-failed-job": "failed-uid"}
+
+
+def test_a_running_download_is_left_as_it_is(run_stack: RunStack) -> None:
+    cluster = MockCluster({("Job", JOB_NAME): live_job(None)})
+    job = run_stack("shared", cluster=cluster, preview=True).one(JOB)
+    assert "annotations" not in job.inputs["spec"]["template"]["metadata"]
+
+
+def test_a_download_that_fails_while_awaited_fails_the_run_saying_why(run_stack: RunStack) -> None:
+    cluster = MockCluster({("Job", JOB_NAME): live_job("Failed", uid="new-uid")})
+    with pytest.raises(RunError, match=r"failed: DeadlineExceeded(.|\n)*its deadline: 3600 s"):
+        run_stack("shared", cluster=cluster)
+
+
+def test_a_graph_that_says_failed_fails_the_run_with_its_reason(run_stack: RunStack) -> None:
+    failed = {
+        "metadata": {"name": "cosmos3-nano-reasoner-agg-h200-round-robin", "generation": 1},
+        "status": {
+            "state": "failed",
+            "conditions": [
+                {"type": "Ready", "status": "False", "reason": "Broken", "message": "no workers"}
+            ],
+        },
+    }
+    cluster = MockCluster({("DynamoGraphDeployment", failed["metadata"]["name"]): failed})
+    with (
+        pytest.raises(
+            RunError, match=r"cannot start(.|\n)*Ready=False \(Broken\)(.|\n)*no workers"
+        ),
+        mock.patch("components.graph_deployment.FAILED_GRACE_SECONDS", 0),
+    ):
+        run_stack("round-robin", cluster=cluster)
+
+
+def test_a_preview_without_a_cluster_runs_and_changes_nothing(run_stack: RunStack) -> None:
+    quiet = run_stack("dev", preview=True)
+    blind = run_stack("dev", cluster=NoCluster("no credentials"), preview=True)
+
+    def objects(run: ProgramRun) -> dict[str, Any]:
+        return {r.type: r.inputs for r in run.kubernetes_objects()}
+
+    assert objects(blind) == objects(quiet)

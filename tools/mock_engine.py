@@ -56,6 +56,7 @@ class Registered:
     provider: str
     custom_timeouts: dict[str, str]
     resource_id: str = ""
+    retain_on_delete: bool = False
 
     @property
     def kind(self) -> str:
@@ -99,6 +100,35 @@ COMPLETED_JOB_STATUS = {
     "conditions": [{"type": "Complete", "status": "True"}],
 }
 """What pulumi-kubernetes returns for a Job once its await saw it complete."""
+
+
+class MockCluster:
+    """The live cluster the mocks imply (a `components.live.ClusterView`): the download Job
+    complete (as `RecordingMocks` answers it) and every graph Ready, each read recorded.
+    `objects` puts others in place, by (kind, name); a None there is an object that is not."""
+
+    def __init__(self, objects: dict[tuple[str, str], dict[str, Any] | None] | None = None):
+        self.objects = objects or {}
+        self.reads: list[tuple[str, str]] = []
+
+    def get(self, ref: Any) -> dict[str, Any] | None:
+        self.reads.append((ref.kind, ref.name))
+        if (ref.kind, ref.name) in self.objects:
+            return self.objects[(ref.kind, ref.name)]
+        metadata = {"name": ref.name, "namespace": ref.namespace, "uid": f"{ref.name}-uid"}
+        if ref.kind == "Job":
+            return {"metadata": metadata, "status": COMPLETED_JOB_STATUS}
+        if ref.kind == "DynamoGraphDeployment":
+            ready = {"type": "Ready", "status": "True", "reason": "Mock", "message": ""}
+            return {"metadata": metadata, "status": {"state": "successful", "conditions": [ready]}}
+        return None
+
+    def metadata(self, ref: Any) -> dict[str, Any] | None:
+        found = self.objects.get((ref.kind, ref.name))
+        return None if found is None else {"metadata": found.get("metadata", {})}
+
+    def list(self, ref: Any, selector: Any = None) -> list[dict[str, Any]]:
+        return [item for (kind, _), item in self.objects.items() if kind == ref.kind and item]
 
 
 class RecordingMocks(pulumi.runtime.Mocks):
@@ -158,8 +188,10 @@ class CapturingMonitor(MockMonitor):
                     custom_timeouts={
                         "create": request.customTimeouts.create,
                         "update": request.customTimeouts.update,
+                        "delete": request.customTimeouts.delete,
                     },
                     resource_id=request.importId,
+                    retain_on_delete=request.retainOnDelete,
                 )
             )
         return response

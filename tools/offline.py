@@ -16,19 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import runpy
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.stack import massage
 
+from components import live
+from components.credentials_digest import credentials_digest
 from components.settings import qualified_stack_name
-from tools.mock_engine import CapturingMonitor, ProgramRun, RecordingMocks
+from tools.mock_engine import CapturingMonitor, MockCluster, ProgramRun, RecordingMocks
 from tools.stack_files import (
     ORGANIZATION,
     PROJECT,
     ROOT,
+    SECRET_PLACEHOLDER,
     SHARED_STACK,
     cli_config,
     declared_config,
@@ -42,8 +46,12 @@ def run_program(
     secrets: dict[str, str] | None = None,
     stack_outputs: dict[str, dict[str, Any]] | None = None,
     organization: str = ORGANIZATION,
+    cluster: Any = None,
+    preview: bool = False,
 ) -> ProgramRun:
-    """Run `__main__.py` for a stack under mocks; return what it registered and exported."""
+    """Run `__main__.py` for a stack under mocks; return what it registered and exported. The
+    program reads `cluster` as the live cluster (a `MockCluster` by default: what the mocks
+    imply); `preview` runs it as `pulumi preview` does (nothing is awaited)."""
     run = ProgramRun()
     mocks = RecordingMocks(stack_outputs or {})
     pulumi.runtime.set_mocks(
@@ -51,7 +59,7 @@ def run_program(
         project=PROJECT,
         stack=stack,
         organization=organization,
-        preview=False,
+        preview=preview,
         monitor=CapturingMonitor(mocks, run),
     )
     config = cli_config(stack, overrides)
@@ -73,8 +81,20 @@ def run_program(
             pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags), engine
         ).apply(lambda all_three: _record_exports(run, *all_three))
 
-    program()
+    with _live_view(MockCluster() if cluster is None else cluster):
+        program()
     return run
+
+
+@contextmanager
+def _live_view(view: Any) -> Iterator[None]:
+    """The program's live cluster (`components.live.connect`) is `view` meanwhile."""
+    real = live.connect
+    live.connect = lambda *_: view
+    try:
+        yield
+    finally:
+        live.connect = real
 
 
 async def engine_outputs(exported: Mapping[str, Any]) -> dict[str, Any]:
@@ -124,11 +144,13 @@ def shared_layer_outputs(
     pull_secret: str | None = None,
     *,
     layer_stack: str = SHARED_STACK,
+    ngc_api_key: str = SECRET_PLACEHOLDER,
     **replaced: Any,
 ) -> dict[str, dict[str, Any]]:
     """What the shipped shared stack's outputs are in the engine (no key for a None value), for
     the profile stacks' StackReference, served under `layer_stack` (the qualified name the
-    program asks for: `shared_stack_name`); `replaced` sets (or, with None, removes) keys."""
+    program asks for: `shared_stack_name`), its credentials' digest that of `ngc_api_key`;
+    `replaced` sets (or, with None, removes) keys."""
     stored: dict[str, Any] = {
         "namespace": namespace,
         "modelCacheClaim": "shared-model-cache",
@@ -136,5 +158,6 @@ def shared_layer_outputs(
         "registryPullSecret": pull_secret,
         "workerImage": declared_config()["workerImage"]["default"],
         "modelCacheReady": True,
+        "credentialsDigest": credentials_digest(ngc_api_key, None),
     } | replaced
     return {layer_stack: {key: value for key, value in stored.items() if value is not None}}

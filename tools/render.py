@@ -29,7 +29,14 @@ from tools.mock_engine import ProgramRun, mask_secrets
 from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
-KIND_ORDER = ("Namespace", "Secret", "PersistentVolumeClaim", "Job", "DynamoGraphDeployment")
+KIND_ORDER = (
+    "Namespace",
+    "Secret",
+    "PersistentVolumeClaim",
+    "Job",
+    "ConfigMap",
+    "DynamoGraphDeployment",
+)
 WRITER = "python -m tools.render"
 OUTPUTS_FILE = "outputs.json"
 

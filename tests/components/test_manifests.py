@@ -113,7 +113,8 @@ def test_download_job_uses_the_workers_image_selection_and_cache() -> None:
     worker = graph_manifest.worker(worker_args(s), own_layer(s))["podTemplate"]["spec"]
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert job["metadata"]["name"] == "cosmos3-nano-reasoner-model-download"
-    assert job["metadata"]["annotations"]["pulumi.com/replaceUnready"] == "true"
+    assert "pulumi.com/replaceUnready" not in job["metadata"]["annotations"]
+    assert "annotations" not in job["spec"]["template"]["metadata"], "no re-run of a failed Job"
     assert container["image"] == worker["containers"][0]["image"]
     assert container["command"] == ["/bin/bash", "-lc", "download-to-cache"]
     selection = {
@@ -160,7 +161,8 @@ def test_layer_outputs_and_the_download_export_exactly_the_declared_keys() -> No
 
     names = tuple(outputs.layer_outputs(own_layer(settings("dev"))))
     download = (outputs.WORKER_IMAGE_KEY, outputs.CACHE_READY_KEY)
-    assert names + download == outputs.LAYER_OUTPUT_KEYS
+    secrets = (outputs.CREDENTIALS_DIGEST_KEY,)
+    assert names + download + secrets == outputs.LAYER_OUTPUT_KEYS
 
 
 def test_short_and_qualified_stack_names() -> None:
@@ -168,18 +170,3 @@ def test_short_and_qualified_stack_names() -> None:
 
     assert qualified_stack_name("shared", "acme", "proj") == "acme/proj/shared"
     assert qualified_stack_name("org/p/s", "acme", "proj") == "org/p/s"
-
-
-def test_only_a_completed_job_status_means_the_cache_is_ready() -> None:
-    from types import SimpleNamespace as Status
-
-    from components.model_download import job_completed
-
-    def condition(kind: str, status: str = "True") -> Status:
-        return Status(type=kind, status=status)
-
-    assert job_completed(Status(succeeded=1, conditions=None))
-    assert job_completed(Status(succeeded=None, conditions=[condition("Complete")]))
-    assert not job_completed(None)
-    assert not job_completed(Status(succeeded=0, conditions=[condition("Failed")]))
-    assert not job_completed(Status(succeeded=None, conditions=[condition("Complete", "False")]))

@@ -118,14 +118,45 @@ def test_other_namespaces_are_not_this_programs_business() -> None:
     )
 
 
-def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
+LAYER_VALUES = {
+    "namespace": "elsewhere",
+    "createNamespace": False,
+    "registryServer": "mirror.example:5000",
+    "registryUsername": "robot",
+    "modelCacheClaim": "another-cache",
+    "modelCacheMode": "existing",
+    "modelCacheStorageClass": "other",
+    "modelCacheSize": "1Ti",
+    "modelDownload": False,
+    "modelDownloadCommand": ["/bin/true"],
+    "modelDownloadGpus": 0,
+    "modelDownloadTimeoutSeconds": 60,
+}
+
+
+def test_the_layer_values_cover_every_layer_key() -> None:
+    assert set(LAYER_VALUES) == set(settings_module.LAYER_KEYS)
+
+
+@pytest.mark.parametrize(("key", "value"), LAYER_VALUES.items())
+def test_a_profile_stack_refuses_each_layer_key_it_would_ignore(key: str, value: Any) -> None:
     message = refused(
-        f"{P}:modelCacheStorageClass set on a stack",
+        f"{P}:{key} is set on a stack that reads its layer",
         stack="round-robin",
         secrets={},
-        modelCacheStorageClass="other",
+        **{key: value},
     )
-    assert "shared stack" in message
+    assert f"set it on shared and `pulumi config rm {P}:{key}` here" in message
+    assert message.count("is set on a stack that reads its layer") == 1
+
+
+def test_a_profile_stack_takes_a_layer_key_at_its_default() -> None:
+    """The CLI merges the defaults in: a key at its default cannot be told from one not set, and
+    changes nothing either way."""
+    assert parse("round-robin", secrets={}, namespace="cosmos3-nano-reasoner").namespace
+
+
+def test_profile_stacks_must_not_redefine_what_the_shared_layer_owns() -> None:
     refused(
         f"secrets {P}:ngcApiKey are set on a stack that reads them from {P}:sharedStack=shared",
         stack="round-robin",

@@ -277,25 +277,40 @@ def test_secret_looking_config_map_key_is_refused(run_stack: RunStack) -> None:
 # --- graph-readiness-wait ------------------------------------------------------------------------
 
 
-def test_graph_without_wait_for_is_refused(run_stack: RunStack) -> None:
+def test_the_programs_own_graph_wait_passes_and_a_graph_nobody_waits_for_is_refused(
+    run_stack: RunStack,
+) -> None:
     graph, inputs = one(run_stack("dev"), rules.GRAPH)
-    del inputs["metadata"]["annotations"]["pulumi.com/waitFor"]
+    assert inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] == "true"
+    assert violations(rules.graph_readiness, validation_args(graph, inputs)) == []
+    del inputs["metadata"]["annotations"]["pulumi.com/skipAwait"]
     (message,) = violations(rules.graph_readiness, validation_args(graph, inputs))
     assert message.startswith('metadata.annotations["pulumi.com/waitFor"]: must make Pulumi wait')
 
 
-def test_graph_with_skip_await_is_refused(run_stack: RunStack) -> None:
-    graph, inputs = one(run_stack("dev"), rules.GRAPH)
-    inputs["metadata"]["annotations"]["pulumi.com/skipAwait"] = "true"
-    (message,) = violations(rules.graph_readiness, validation_args(graph, inputs))
-    assert "skipAwait" in message
+def test_a_provider_wait_for_the_graph_needs_a_create_timeout(run_stack: RunStack) -> None:
+    graph, inputs = one(run_stack("round-robin"), rules.GRAPH)
+    del inputs["metadata"]["annotations"]["pulumi.com/skipAwait"]
+    inputs["metadata"]["annotations"]["pulumi.com/waitFor"] = "condition=Ready"
+    (message,) = violations(
+        rules.graph_readiness, validation_args(graph, inputs, create_timeout="")
+    )
+    assert message.startswith("customTimeouts.create must bound the provider's readiness wait")
+    assert (
+        violations(rules.graph_readiness, validation_args(graph, inputs, create_timeout="1200s"))
+        == []
+    )
 
 
-def test_graph_without_create_timeout_is_refused(run_stack: RunStack) -> None:
-    graph = run_stack("round-robin").one(rules.GRAPH)
-    assert seconds(graph.custom_timeouts["create"]) == 1200
-    (message,) = violations(rules.graph_readiness, validation_args(graph, create_timeout=""))
-    assert message.startswith("customTimeouts.create must bound the readiness wait")
+@pytest.mark.parametrize("annotation", ["pulumi.com/replaceUnready", "pulumi.com/skipAwait"])
+def test_a_download_job_that_a_re_run_would_break_is_refused(
+    run_stack: RunStack, annotation: str
+) -> None:
+    job, inputs = one(run_stack("shared"), rules.JOB)
+    assert violations(rules.graph_readiness, validation_args(job, inputs)) == []
+    inputs["metadata"]["annotations"][annotation] = "true"
+    (message,) = violations(rules.graph_readiness, validation_args(job, inputs))
+    assert message == f'metadata.annotations["{annotation}"]: unsafe on the download Job'
 
 
 # --- resource-requests-set -----------------------------------------------------------------------

@@ -31,7 +31,6 @@ def test_a_deployed_shared_stack_is_ready(
     [
         ("", "no output namespace"),  # `pulumi stack output` failed: no such stack
         ({}, "never deployed"),
-        (shared_layer_outputs(modelCacheReady=False)[SHARED_STACK], "has not completed"),
         ("[]", "not a JSON object"),
         ("{", "cannot be read"),
     ],
@@ -41,3 +40,17 @@ def test_anything_else_is_not_ready_with_the_reason(
 ) -> None:
     status, printed = check(tmp_path, outputs, capsys)
     assert status == 1 and reason in printed
+
+
+@pytest.mark.parametrize(
+    ("replaced", "note"),
+    [
+        ({"modelCacheReady": False}, "has not completed"),
+        ({"credentialsDigest": None}, "no credentialsDigest"),
+    ],
+)
+def test_a_layer_the_profile_preview_warns_about_passes_with_the_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], replaced: dict[str, Any], note: str
+) -> None:
+    status, printed = check(tmp_path, shared_layer_outputs(**replaced)[SHARED_STACK], capsys)
+    assert status == 0 and note in printed and "its up refuses" in printed

@@ -119,8 +119,9 @@ def graph_ready_stage() -> dict[str, Any]:
     """kwok's stand-in for the operator's status: every graph not being deleted is Ready for its
     current generation.
 
-    pulumi-kubernetes' `condition=Ready` wait also compares the condition's `observedGeneration`
-    with the object's generation, so the Stage must follow every spec change: it selects every live
+    The program's readiness wait (components/readiness.py) also compares the condition's
+    `observedGeneration` with the object's generation, so the Stage must follow every spec change:
+    it selects every live
     graph, and its status is a function of the object alone (no `Now`), so that once applied it
     changes nothing and kwok comes to rest.
     """

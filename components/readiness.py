@@ -1,0 +1,244 @@
+"""When is the download done, when is the graph Ready, and why not: read from the live objects.
+
+The program waits for what it deploys itself, after the provider has applied it, instead of
+through the provider's awaits (pulumi-kubernetes 4.25.0), which the real tier and the provider's
+source show fall short here:
+
+- The Job's await restarts its timer on every event and the informer resyncs every minute, so its
+  timeout never fires; it ends only on a `Failed` condition, which Kubernetes 1.31+ writes once the
+  pods are gone, so a pod stuck `Terminating` holds `pulumi up` forever. Here a Job has failed as
+  soon as it says `FailureTarget` (the failure is decided), and the wait is bounded by the Job's
+  own deadline plus `DEADLINE_MARGIN_SECONDS`.
+- The graph's `condition=Ready` wait ends with "timed out waiting for the condition", never with
+  the graph's own reason, and waits out its whole timeout for a graph whose status already says
+  `failed`. Here a graph that stays `failed` for its current generation ends the wait after
+  `FAILED_GRACE_SECONDS`, and every ending names the graph's Ready reason and message.
+
+Each verdict is a pure function of the objects; `wait_for` polls one until it is done or failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from components.live import LiveReadError
+
+POLL_SECONDS = 5.0
+DEADLINE_MARGIN_SECONDS = 120
+"""How long past a Job's deadline the wait gives Kubernetes to record it (the Job controller
+marks `FailureTarget` within seconds; a minute's informer resync is the slowest it can be)."""
+FAILED_GRACE_SECONDS = 30.0
+"""How long a graph must stay `failed` for its generation before the wait gives up: the operator
+retries a failed reconcile, and one that recovers within this is not worth failing an update."""
+
+
+class Outcome(StrEnum):
+    DONE = "done"
+    WAITING = "waiting"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Where an object is: `summary` is one line (progress, or the failure's head); `details`
+    are the lines that explain it (a pod's reason, say)."""
+
+    outcome: Outcome
+    summary: str
+    details: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        return "\n".join((self.summary, *(f"  {line}" for line in self.details)))
+
+
+Manifest = Mapping[str, Any]
+
+
+def condition(obj: Manifest, kind: str) -> Manifest | None:
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item.get("type") == kind:
+            return item  # type: ignore[no-any-return]
+    return None
+
+
+def is_true(obj: Manifest, kind: str) -> bool:
+    found = condition(obj, kind)
+    return found is not None and found.get("status") == "True"
+
+
+# --- the download Job ------------------------------------------------------------------------
+
+
+def job_failure(job: Manifest) -> Manifest | None:
+    """The condition that says a Job has failed: `FailureTarget` (1.31+: decided, pods may still
+    be terminating) or `Failed`."""
+    for kind in ("FailureTarget", "Failed"):
+        found = condition(job, kind)
+        if found is not None and found.get("status") == "True":
+            return found
+    return None
+
+
+def job_verdict(job: Manifest, pods: Sequence[Manifest], now: datetime | None = None) -> Verdict:
+    """Complete, failed (its reason and its pods'), or still running (what its pods do)."""
+    now = now or datetime.now(UTC)
+    if is_true(job, "Complete"):
+        return Verdict(Outcome.DONE, "the download completed")
+    pod_lines = tuple(pod_state(pod, now) for pod in pods)
+    failure = job_failure(job)
+    if failure is not None:
+        reason = failure.get("reason") or "Failed"
+        message = failure.get("message") or ""
+        return Verdict(Outcome.FAILED, f"{reason}: {message}".rstrip(": "), pod_lines)
+    status = job.get("status") or {}
+    started = _since(status.get("startTime"), now)
+    summary = f"running for {started}" if started else "waiting for the Job controller"
+    return Verdict(Outcome.WAITING, summary, pod_lines)
+
+
+def pod_state(pod: Manifest, now: datetime) -> str:
+    """One line: the pod's name and what holds it (unschedulable, pulling, a container's waiting
+    reason, terminating since when)."""
+    name = (pod.get("metadata") or {}).get("name", "?")
+    status = pod.get("status") or {}
+    phase = status.get("phase") or "Unknown"
+    deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
+    if deleting:
+        return f"pod {name}: {phase}, Terminating for {_since(deleting, now) or '0 s'}"
+    scheduled = condition(pod, "PodScheduled")
+    if scheduled is not None and scheduled.get("status") == "False":
+        why = f"{scheduled.get('reason') or 'not scheduled'}: {scheduled.get('message') or ''}"
+        return f"pod {name}: {phase}, {why.rstrip(': ')}"
+    for container in [
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("containerStatuses") or []),
+    ]:
+        state = container.get("state") or {}
+        waiting = state.get("waiting")
+        if waiting and waiting.get("reason") not in (None, "PodInitializing", "ContainerCreating"):
+            detail = f"{waiting.get('reason')}: {waiting.get('message') or ''}".rstrip(": ")
+            return f"pod {name}: {phase}, container {container.get('name')}: {detail}"
+        ended = state.get("terminated")
+        if ended and ended.get("exitCode", 0) != 0:
+            detail = f"exit code {ended.get('exitCode')} ({ended.get('reason') or 'Error'})"
+            return f"pod {name}: {phase}, container {container.get('name')}: {detail}"
+    started = _since(status.get("startTime"), now)
+    return f"pod {name}: {phase}" + (f" for {started}" if started else "")
+
+
+# --- the graph -------------------------------------------------------------------------------
+
+
+def graph_generation_seen(graph: Manifest, ready: Manifest | None) -> bool:
+    """Does the status describe the object's current spec? The Ready condition's
+    `observedGeneration`, else the status's, compared with `metadata.generation` (as kubectl wait
+    and the provider compare them); a status that records neither is taken as current."""
+    generation = (graph.get("metadata") or {}).get("generation")
+    observed = (ready or {}).get("observedGeneration")
+    if observed is None:
+        observed = (graph.get("status") or {}).get("observedGeneration")
+    return generation is None or observed is None or int(observed) >= int(generation)
+
+
+def graph_verdict(graph: Manifest) -> Verdict:
+    """Ready for its current generation, failed (the operator's `state: failed` for it), or not
+    yet: always with the Ready condition's reason and message."""
+    ready = condition(graph, "Ready")
+    status = graph.get("status") or {}
+    current = graph_generation_seen(graph, ready)
+    if ready is None:
+        state = status.get("state") or "no status yet"
+        return Verdict(Outcome.WAITING, f"no Ready condition yet (state: {state})")
+    said = f"Ready={ready.get('status')} ({ready.get('reason') or 'no reason'})"
+    message = str(ready.get("message") or "").strip()
+    details = (message,) if message else ()
+    if not current:
+        generation = (graph.get("metadata") or {}).get("generation")
+        return Verdict(
+            Outcome.WAITING, f"{said} is for an earlier generation than {generation}", details
+        )
+    if ready.get("status") == "True":
+        return Verdict(Outcome.DONE, said, details)
+    if status.get("state") == "failed":
+        return Verdict(Outcome.FAILED, f"state failed, {said}", details)
+    return Verdict(Outcome.WAITING, said, details)
+
+
+# --- waiting ---------------------------------------------------------------------------------
+
+
+class WaitFailed(Exception):
+    """A wait ended without its object being done; the message is the last verdict's text."""
+
+    def __init__(self, verdict: Verdict, timed_out: bool) -> None:
+        super().__init__(verdict.text())
+        self.verdict = verdict
+        self.timed_out = timed_out
+
+
+async def wait_for(
+    judge: Callable[[], Verdict],
+    timeout_seconds: float,
+    report: Callable[[str], None],
+    failed_grace_seconds: float = 0.0,
+    poll_seconds: float = POLL_SECONDS,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
+) -> Verdict:
+    """Judge until done (the verdict is returned), failed for `failed_grace_seconds` on end, or
+    `timeout_seconds` (both raise `WaitFailed`). Each new summary is reported. A read that fails
+    (`LiveReadError`: the API server did not answer) is a waiting verdict: the wait goes on."""
+    began = clock()
+    failing_since: float | None = None
+    said = ""
+    while True:
+        now = clock()
+        verdict = await _judged(judge)
+        if verdict.summary != said:
+            report(verdict.summary)
+            said = verdict.summary
+        if verdict.outcome is Outcome.DONE:
+            return verdict
+        if verdict.outcome is Outcome.FAILED:
+            failing_since = now if failing_since is None else failing_since
+            if now - failing_since >= failed_grace_seconds:
+                raise WaitFailed(verdict, timed_out=False)
+        else:
+            failing_since = None
+        if now - began >= timeout_seconds:
+            raise WaitFailed(verdict, timed_out=True)
+        await sleep(poll_seconds)
+
+
+async def _judged(judge: Callable[[], Verdict]) -> Verdict:
+    try:
+        # The client is synchronous: read in a thread, so other registrations go on meanwhile.
+        return await asyncio.to_thread(judge)
+    except LiveReadError as error:
+        return Verdict(Outcome.WAITING, f"the cluster did not answer: {error}")
+
+
+def _since(timestamp: str | None, now: datetime) -> str:
+    if not timestamp:
+        return ""
+    try:
+        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+    except ValueError:
+        return ""
+    return duration(max(0.0, (now - then).total_seconds()))
+
+
+def duration(seconds: float) -> str:
+    """`45 s`, `12 min`, `1 h 05 min`: how long, as a person reads it."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    minutes = int(seconds // 60)
+    if minutes < 60:
+        return f"{minutes} min"
+    return f"{minutes // 60} h {minutes % 60:02d} min"
