@@ -12,9 +12,10 @@ the lab maps), with the lab's graph runner (`lab.graph.LabGraph`). Then, as the 
   (`ProcessExited`: which one, and why), when the lab cannot run the object (`Unrunnable`), and
   when the controller stops (`ControllerStopped`). Each write carries the object's generation as
   `observedGeneration`, which Pulumi's readiness wait compares.
-- **Changes**: a change of the frontend's command line, environment or the worker count restarts
-  the graph with the new one; any other change (an image, a resource) only moves
-  `observedGeneration`. A deleted graph's processes are stopped.
+- **Changes**: a change of the frontend's command line, environment, the worker count or the
+  workers' pod template (an image, a rotated credential's digest: what makes the operator roll
+  the workers) restarts the graph with the new one; any other change (the frontend's image or
+  resources) only moves `observedGeneration`. A deleted graph's processes are stopped.
 - **Service**: the frontend Service `<graph>-frontend` (port 8000), owned by the graph so that the
   garbage collector removes it with it, annotated with the address the frontend listens on
   (`lab.frontend_service`), which the lab's stage target reads. A Service of
@@ -289,10 +290,11 @@ class GraphController:
 
 
 def _restart_needed(running: DeployedGraph, wanted: DeployedGraph) -> bool:
-    return (running.uid, running.frontend, running.workers) != (
+    return (running.uid, running.frontend, running.workers, running.worker_template) != (
         wanted.uid,
         wanted.frontend,
         wanted.workers,
+        wanted.worker_template,
     )
 
 

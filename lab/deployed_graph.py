@@ -20,6 +20,7 @@ cannot resolve) raises `UnrunnableGraph`, whose message becomes the graph's not-
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -58,6 +59,9 @@ class DeployedGraph:
     generation: int
     frontend: FrontendCommand
     workers: int
+    worker_template: str = ""
+    """The workers' pod templates, as JSON: a change restarts them, as the operator's rolling
+    update would (a rotated credential's digest, a new image)."""
 
     @property
     def key(self) -> str:
@@ -99,6 +103,10 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
         generation=int(metadata.get("generation", 0)),
         frontend=_frontend_command(frontends[0]),
         workers=workers,
+        worker_template=json.dumps(
+            [c.get("podTemplate") for c in components if c.get("type") in WORKER_TYPES],
+            sort_keys=True,
+        ),
     )
 
 

@@ -1,9 +1,10 @@
 """A graph's status as the lab controller reports it, in the Dynamo operator's vocabulary.
 
 The DGD CRD's status has a `state` (`initializing`, `pending`, `successful`, `failed`) and
-conditions; the operator's `Ready` condition is what `pulumi up` waits for (the program's
-`pulumi.com/waitFor: condition=Ready`), comparing its `observedGeneration` with the object's
-generation. The controller writes one `Ready` condition whose reason is the phase it is in.
+conditions; the operator's `Ready` condition is what `pulumi up` waits for (the program's own wait,
+components/readiness.py), comparing its `observedGeneration` with the object's generation, and a
+`failed` state ends that wait early with the condition's reason. The controller writes one `Ready`
+condition whose reason is the phase it is in.
 """
 
 from __future__ import annotations

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,7 @@ from lab.environment import LabInstall, LabNotInstalled
 from lab.frontend_service import FRONTEND_URL_ANNOTATION, published_frontend_url, reached_at
 from lab.graph import LabGraph
 from stages.incluster.processes import group_members
-from tests.real.conftest import LAYER_SECRETS, delete_namespaces, wait_until
+from tests.real.conftest import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
 from tools import cluster as local
 from tools.cluster import objects
 from tools.engine import Engine
@@ -70,6 +72,8 @@ def controller(
 def lab_stacks(
     lab_cluster: local.LocalCluster, controller: GraphController, tmp_path: Path
 ) -> Iterator[LocalStacks]:
+    if lab_cluster.free_volumes() < MIN_FREE_VOLUMES:  # each test's claim binds one for good
+        lab_cluster.add_volumes(MIN_FREE_VOLUMES)
     stacks = LocalStacks.create(tmp_path, lab_cluster)
     stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
     stacks.run("up", "--yes", "--stack", "shared")
@@ -220,3 +224,76 @@ def test_a_destroyed_graph_stops_its_processes_and_its_service_goes_with_it(
         "the garbage collector removes the Service with its graph",
         60,
     )
+
+
+# --- day two through `pulumi up`, with what runs read from the processes -------------------------
+
+
+def test_a_replica_change_is_applied_and_awaited_with_that_many_workers(
+    lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
+) -> None:
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    assert len(serving(controller).processes) == 1 + WORKERS
+
+    for replicas in (3, 1):
+        lab_stacks.run(
+            "config", "set", "workerReplicas", str(replicas), "--stack", "session-affinity"
+        )
+        preview = lab_stacks.run("preview", "--diff", "--stack", "session-affinity").stdout
+        assert re.search(
+            rf"replicas\s*:\s*{WORKERS if replicas == 3 else 3}\s*=>\s*{replicas}", preview
+        ), preview
+        lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+
+        # `up` returned: the graph already runs the new count, Ready for the new generation.
+        assert len(serving(controller).processes) == 1 + replicas
+        ready = condition(lab_cluster)
+        assert ready["status"] == "True" and ready["observedGeneration"] == ready["generation"]
+        assert lab_stacks.outputs("session-affinity")["workerReplicas"] == replicas
+
+
+def test_a_rotated_key_restarts_every_worker_and_shows_no_key(
+    lab_stacks: LocalStacks, controller: GraphController
+) -> None:
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    before = {process.name: process.pgid for process in serving(controller).processes[1:]}
+    rotated = "nvapi-" + "rotated-key-9876543210abcdefQRS"
+
+    lab_stacks.run("config", "set", "--secret", "ngcApiKey", rotated, "--stack", "shared")
+    layer = lab_stacks.run("up", "--yes", "--stack", "shared").stdout
+    assert re.search(r"~ 1 updated", layer), "the Secret is updated in place"
+    preview = lab_stacks.run("preview", "--diff", "--stack", "session-affinity").stdout
+    assert re.search(r"credentials-digest:\s*\"[0-9a-f]{16}\"\s*=>\s*\"[0-9a-f]{16}\"", preview)
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+
+    after = {process.name: process.pgid for process in serving(controller).processes[1:]}
+    assert len(after) == WORKERS and not set(after.values()) & set(before.values())
+    for stack in ("shared", "session-affinity"):
+        exported = lab_stacks.run("stack", "export", "--stack", stack).stdout
+        assert rotated not in exported and LAYER_SECRETS["ngcApiKey"] not in exported
+    assert rotated not in layer + preview
+
+
+def test_a_graph_that_cannot_start_fails_the_up_early_with_its_reason(
+    lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
+) -> None:
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.run("config", "set", "workerReplicas", "200", "--stack", "session-affinity")
+
+    began = time.monotonic()
+    failed = lab_stacks.run("up", "--yes", "--stack", "session-affinity", check=False)
+    took = time.monotonic() - began
+
+    assert failed.returncode != 0
+    text = " ".join((failed.stdout + failed.stderr).split())
+    assert "cannot start: its status says so for 30 s" in text, text
+    assert "Ready=False (Unrunnable)" in text and "the lab runs 1 to 128 mock workers" in text
+    assert "kubectl describe dynamographdeployment" in text
+    assert took < 300, f"{took:.0f} s: not the whole {1200} s graphReadyTimeoutSeconds"
+    assert "workerReplicas" not in lab_stacks.outputs("session-affinity") or (
+        lab_stacks.outputs("session-affinity")["workerReplicas"] == WORKERS
+    ), "the outputs still describe the graph that last became Ready"
+
+    lab_stacks.run("config", "set", "workerReplicas", str(WORKERS), "--stack", "session-affinity")
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    assert len(serving(controller).processes) == 1 + WORKERS
