@@ -91,17 +91,24 @@ class LocalStacks:
     def _run(
         self, argv: list[str], check: bool, shown: Sequence[str]
     ) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run(
-            argv,
-            cwd=self.project,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=COMMAND_TIMEOUT_SECONDS,
-            check=False,
-        )
         line = " ".join(shown) if argv[0] == "pulumi" else shown[0]
         prefix = "pulumi " if argv[0] == "pulumi" else ""
+        try:
+            result = subprocess.run(
+                argv,
+                cwd=self.project,
+                env=self.env,
+                capture_output=True,
+                text=True,
+                timeout=COMMAND_TIMEOUT_SECONDS,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as timeout:  # what it printed says where it hung
+            output = timeout.stdout or b""
+            printed = output.decode(errors="replace") if isinstance(output, bytes) else output
+            raise PulumiFailed(
+                f"`{prefix}{line}` ran past {COMMAND_TIMEOUT_SECONDS} s:\n{printed[-OUTPUT_TAIL:]}"
+            ) from None
         self.transcript.append(f"$ {prefix}{line}\n{result.stdout}{result.stderr}")
         if check and result.returncode != 0:
             raise PulumiFailed(

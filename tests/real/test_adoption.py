@@ -42,6 +42,14 @@ def deployed_by_kubectl(cluster: local.LocalCluster) -> None:
             cluster.kubectl("apply", "-f", "-", stdin=json.dumps(manifest))
 
 
+def graph_labels(cluster: local.LocalCluster) -> dict[str, str]:
+    graph = cluster.kubectl(
+        "get", "dgd", "cosmos3-nano-reasoner-agg-h200-round-robin", "-n", NAMESPACE, "-o", "json"
+    )
+    labels: dict[str, str] = json.loads(graph)["metadata"]["labels"]
+    return labels
+
+
 def no_change(printed: str) -> bool:
     return re.search(r"Resources:\s+\d+ unchanged\s*$", printed.strip()) is not None
 
@@ -81,10 +89,30 @@ def test_a_plain_up_adopts_what_kubectl_deployed(
         for resource in exported["deployment"]["resources"]
         if resource.get("protect")
     }
-    assert protected == {"kubernetes:core/v1:PersistentVolumeClaim", "kubernetes:core/v1:Namespace"}
+    assert protected == {
+        "kubernetes:core/v1:PersistentVolumeClaim",
+        "kubernetes:core/v1:Namespace",
+        "kubernetes:core/v1:ConfigMap",
+    }
+
+    # kubectl's label is the program's no more: the first update of the graph removes it, and
+    # every preview before it says so (pulumi-kubernetes hands kubectl's fields over, then applies).
+    stacks.run("config", "set", "workerReplicas", "4", "--stack", "round-robin")
+    warned = " ".join(stacks.run("preview", "--stack", "round-robin").stdout.split())
+    assert re.search(r"kubectl set fields on DynamoGraphDeployment \S+ that this program does not "
+                     r"set: metadata\.labels\.team\. The next update of it removes them", warned), warned  # fmt: skip
+    stacks.run("up", "--yes", "--stack", "round-robin")
+    assert "team" not in graph_labels(local_cluster)
+    assert "kubectl set fields" not in stacks.run("preview", "--stack", "round-robin").stdout
 
     stacks.run("destroy", "--yes", "--stack", "round-robin")
     left = set(
         local_cluster.kubectl("get", "dgd,pvc,secret", "-n", NAMESPACE, "-o", "name").split()
     )
     assert left == {"persistentvolumeclaim/shared-model-cache", "secret/ngc-api-secret"}
+    assert (
+        local_cluster.kubectl("get", "configmap", "-n", NAMESPACE, "-o", "name")
+        .split()
+        .count("configmap/cosmos3-nano-reasoner-layer-guard")
+        == 1
+    )

@@ -78,7 +78,10 @@ def test_a_profile_stack_without_its_layer_is_refused_in_one_line(stacks: LocalS
     stacks.run(
         "config", "set", "workerImage", "nvcr.io/nim/nvidia/cosmos3:9.9.9", "--stack", "round-robin"
     )
-    other_image = stacks.run("preview", "--stack", "round-robin", check=False)
+    # What only the order of updates settles: the preview warns and shows the diff, `up` refuses.
+    warned = stacks.run("preview", "--stack", "round-robin")
+    assert "warning:" in warned.stdout and "nvcr.io/nim/nvidia/cosmos3:9.9.9" in warned.stdout
+    other_image = stacks.run("up", "--yes", "--stack", "round-robin", check=False)
     assert other_image.returncode != 0
     text = other_image.stdout + other_image.stderr
     assert "nvcr.io/nim/nvidia/cosmos3:9.9.9" in text and "workerImage" in text, text

@@ -32,9 +32,7 @@ def test_every_shipped_stack_passes_the_pack(stacks: LocalStacks) -> None:
 def test_a_planted_violation_fails_the_preview(stacks: LocalStacks) -> None:
     manifest = stacks.project / "components" / "graph_manifest.py"
     source = manifest.read_text()
-    planted = source.replace(
-        'object_annotations(waitFor="condition=Ready")', "object_annotations()"
-    )
+    planted = source.replace('object_annotations(skipAwait="true")', "object_annotations()")
     assert planted != source, "the graph's readiness annotation moved: plant the violation anew"
     manifest.write_text(planted)
     stacks.configure("dev", LAYER_SITE, LAYER_SECRETS)

@@ -56,7 +56,7 @@ def test_up_returns_what_stack_output_prints_and_relays_progress(
     assert outputs == stacks.outputs("shared")
     assert f"shared: deploying {LAYER} (pulumi up --refresh)" in said
     assert any(line.startswith("shared | ") and "created" in line for line in said)
-    assert said[-1] == "shared: deployed (11 create)"
+    assert said[-1] == "shared: deployed (13 create)"
 
 
 def test_a_new_layer_output_reaches_the_profiles_though_no_resource_changes(

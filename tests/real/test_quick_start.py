@@ -3,7 +3,7 @@
 Only what the local tier needs is added: the placeholders get the local cluster's context and
 class, the NGC key is a fake, the backend is a file folder with a passphrase (fixtures), and the
 two lines that need a serving frontend are left out (kwok serves nothing). Then what a user does
-next: a second preview shows no change, and `pulumi destroy` stops at the protected cache.
+next: a second preview shows no change, and `pulumi destroy` stops at the protected layer guard.
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ def test_the_quick_start_deploys_dev_then_the_layered_stacks(
 
     ups = [out for command, out in printed if command == "pulumi up --policy-pack policy/analyzer"]
     first_up, shared_up = ups
-    assert re.search(r"Resources:\s+\+ 11 created", shared_up), shared_up
-    assert re.search(r"Resources:\s+\+ 13 created", first_up), first_up
+    assert re.search(r"Resources:\s+\+ 13 created", shared_up), shared_up
+    assert re.search(r"Resources:\s+\+ 15 created", first_up), first_up
     graphs = json.loads(local_cluster.kubectl("get", "dynamographdeployments", "-A", "-o", "json"))
     ready = {
         (item["metadata"]["namespace"], item["metadata"]["name"]): _ready(item)
@@ -67,7 +67,7 @@ def test_the_quick_start_deploys_dev_then_the_layered_stacks(
     )
 
 
-def test_a_second_preview_changes_nothing_and_destroy_stops_at_the_protected_cache(
+def test_a_second_preview_changes_nothing_and_destroy_stops_at_the_protected_layer(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
     for command in quick_start()[:7]:  # dev only: the key, its config, preview, up
@@ -87,11 +87,11 @@ def test_a_second_preview_changes_nothing_and_destroy_stops_at_the_protected_cac
     destroyed = stacks.run("destroy", "--stack", "dev", "--yes", check=False)
     assert destroyed.returncode != 0
     text = " ".join((destroyed.stdout + destroyed.stderr).split())  # the CLI wraps long lines
-    claim = (
-        "urn:pulumi:dev::cosmos3-nano-reasoner::cosmos3:recipe:Recipe$cosmos3:recipe:ModelCache"
-        "$kubernetes:core/v1:PersistentVolumeClaim::cosmos3-model-cache"
+    guard = (
+        "urn:pulumi:dev::cosmos3-nano-reasoner::cosmos3:recipe:Recipe$cosmos3:recipe:LayerGuard"
+        "$kubernetes:core/v1:ConfigMap::cosmos3-layer-guard"
     )
-    assert f'resource "{claim}" cannot be deleted because it is protected' in text, text
+    assert f'resource "{guard}" cannot be deleted because it is protected' in text, text
     # The destroy's own preview fails, so nothing at all was deleted.
     left = local_cluster.kubectl("get", "dgd,job,secret,pvc", "-n", "cosmos3-dev", "-o", "name")
     assert {
