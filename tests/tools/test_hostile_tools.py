@@ -104,9 +104,9 @@ def test_the_render_replaces_its_own_files_and_removes_only_those_it_listed(tmp_
     assert run_command("user files (tools)", render.main, render_argv(out))[0] == 0
     first = set(digests(out))
     assert run_command("user files (tools)", render.main, render_argv(out, stack="shared"))[0] == 0
-    assert "05-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml" in first
+    assert "06-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml" in first
     assert not (
-        out / "05-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml"
+        out / "06-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml"
     ).exists()
     assert (
         json.loads((out / ".written-files.json").read_text())["writer"] == "python -m tools.render"
