@@ -9,7 +9,9 @@
 #                                           stages against a cluster (`make stages-venv`)
 # Each is rebuilt from scratch when its lock changes, so it never holds a package its lock dropped.
 SHELL := /bin/bash
-PYTHON ?= python3
+# The project's Python: 3.11 (pyproject.toml). `python3.11` where there is one, else `python3`;
+# `make PYTHON=/path/to/python3.11` for another. Every target that makes a venv checks it first.
+PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),python3)
 STACK ?= dev
 # pytest workers for `make check` (pytest-xdist): one per core; 0 runs the tests in this process.
 PYTEST_WORKERS ?= auto
@@ -23,10 +25,22 @@ STAGES_VENV := .venv-stages
 POLICY_VENV := policy/venv
 
 # What `make check` type-checks with mypy --strict: every module outside tests/.
-MYPY_PATHS := components tools $(wildcard policy/rules.py policy/rules) lab stages __main__.py
+MYPY_PATHS := common components testenv tools policy/rules lab stages __main__.py
 
 .PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark lab-contention render policy-venv \
-	engine real clean
+	engine s3-server real clean python crd
+
+# Python 3.11, or a failure that says which Python was found and how to point at another.
+python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || { \
+		echo "make: this project needs Python 3.11; PYTHON=$(PYTHON) is $$($(PYTHON) --version 2>/dev/null || echo missing)." \
+		"Install python3.11, or run make PYTHON=/path/to/python3.11" >&2; exit 2; }
+
+# The DynamoGraphDeployment CRD, NVIDIA's file: --crd-less commands find it through
+# $$COSMOS3_DGD_CRD or ../shared/reference/ (testenv/crd.py); missing, this says how to get it,
+# in seconds, before anything is built. Standard library only.
+crd: python
+	@$(PYTHON) -m testenv.crd >/dev/null
 
 # new_venv DIR LOCK: a fresh virtualenv at DIR with exactly LOCK installed. Its own .gitignore keeps
 # git (and so ruff) out of it; pip itself is first brought to the dev lock's version (faster).
@@ -40,7 +54,7 @@ define new_venv
 endef
 
 # The Pulumi program's environment: the deploy lock and nothing else.
-$(VENV)/.installed: requirements.txt
+$(VENV)/.installed: requirements.txt | python
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install $(PIP_QUIET) -r requirements.txt
@@ -49,13 +63,13 @@ $(VENV)/.installed: requirements.txt
 venv: $(VENV)/.installed
 
 # Lab, stages, tools and tests.
-$(DEV_VENV)/.installed: requirements-dev.lock
+$(DEV_VENV)/.installed: requirements-dev.lock | python
 	$(call new_venv,$(DEV_VENV),requirements-dev.lock)
 
 dev-venv: $(DEV_VENV)/.installed
 
 # The test stages alone (the pipeline's smoke, perf and report jobs after `pulumi up`).
-$(STAGES_VENV)/.installed: requirements-stages.lock
+$(STAGES_VENV)/.installed: requirements-stages.lock | python
 	$(call new_venv,$(STAGES_VENV),requirements-stages.lock)
 
 stages-venv: $(STAGES_VENV)/.installed
@@ -98,18 +112,22 @@ test: check lab-setup
 	$(MAKE) real
 
 # The real tier alone: the pinned `pulumi`, provider and control plane (built by `make engine`),
-# the program's and the policy pack's venvs, the lab (its controller runs deployed graphs), then
-# every test marked `real`, in a network namespace
-# of its own (tools/netns.py: only loopback, so nothing it starts is reachable and it can reach
-# nothing beyond this machine). It never skips.
-real: engine $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
-	$(DEV_PY) -m tools.netns -- $(DEV_PY) -m pytest -m real
+# SeaweedFS (the archive's S3 server), the program's and the policy pack's venvs, the lab (its
+# controller runs deployed graphs), then every test marked `real`, in a network namespace of its
+# own (testenv/netns.py: only loopback, so nothing it starts is reachable and it can reach nothing
+# beyond this machine), the slowest tests listed at the end. It never skips.
+real: crd engine s3-server $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
+	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15
 
-# The real tier's tools from the Go module proxy, into a cache outside the work tree keyed by
-# their versions ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 45 min cold on
-# 2 cores, seconds warm. Standard library only, so it runs before any venv exists.
-engine:
-	$(PYTHON) -m tools.engine build
+# The engine from the Go module proxy, into a cache outside the work tree keyed by the versions
+# ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 25 min cold on 2 cores, seconds
+# warm (it says so before it starts). Standard library only, so it runs before any venv exists.
+engine: python
+	$(PYTHON) -m testenv.engine build
+
+# SeaweedFS, the real tier's S3 server, into the same cache: 5-14 min cold, the real tier's alone.
+s3-server: python
+	$(PYTHON) -m testenv.engine build weed
 
 # The local lab's own environments (Dynamo 1.6.1 and AIPerf 0.13.0 venvs, tiny model) in .lab/.
 lab-setup:
@@ -119,7 +137,7 @@ lab-setup:
 # profile stack, the lab controller running each deployed graph (Dynamo frontend + mock workers),
 # smoke + AIPerf on each, the report in build/lab/ (lab/cluster_ab.py). `python -m lab ab --direct`
 # runs the graphs without the cluster and the engine.
-lab: engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
+lab: crd engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m lab ab
 
 # Wall time of `make lab` from a fresh copy of the project, and the lab graph's memory.
@@ -128,7 +146,7 @@ lab-benchmark: $(DEV_VENV)/.installed
 
 # The A/B's answer on a busy host: two idle runs, then one beside a busy loop per core, compared
 # level by level (build/lab/contention/benchmark.md; docs/lab.md). Quiet the host first.
-lab-contention: engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
+lab-contention: crd engine $(VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m lab.contention_benchmark
 
 # Offline render of one stack: the exact objects `pulumi up` would create, secrets masked.
@@ -136,7 +154,7 @@ render: $(DEV_VENV)/.installed
 	$(DEV_PY) -m tools.render --stack $(STACK) --example-site --out build/render/$(STACK)
 
 # The policy pack's own virtualenv, which `pulumi preview --policy-pack policy/analyzer` runs it in.
-$(POLICY_VENV)/.installed: policy/requirements.txt
+$(POLICY_VENV)/.installed: policy/requirements.txt | python
 	rm -rf $(POLICY_VENV)
 	$(PYTHON) -m venv $(POLICY_VENV)
 	$(POLICY_VENV)/bin/python -m pip install $(PIP_QUIET) -r policy/requirements.txt

@@ -20,8 +20,8 @@ from typing import Annotated, Any
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from common.credentials import credential_kind, mask
 from components.config_rules import shown
-from components.credentials import credential_kind, mask
 from components.settings import (
     LAYER_KEYS,
     PROJECT,
@@ -215,7 +215,7 @@ def _text(value: Any) -> str:
 
 
 def _plain_credential_lines(own: Mapping[str, Any]) -> list[str]:
-    """A credential (by its shape, `components.credentials`) in a key that is not secret: plain
+    """A credential (by its shape, `common.credentials`) in a key that is not secret: plain
     text in the stack file, the state and the objects. The value is never shown."""
     lines = []
     for key in sorted(set(own) - SECRET_KEYS):

@@ -16,8 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
+from common.credentials import credential_kind
 from components import k8s_values as k8s
-from components.credentials import credential_kind
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
 _STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
@@ -41,7 +41,7 @@ MAX_GPUS_PER_POD = 16
 
 def shown(text: str) -> str:
     """`text` as a refusal may show it: quoted when short, else by its length; never a value
-    that holds a credential (`components.credentials`), whatever its key."""
+    that holds a credential (`common.credentials`), whatever its key."""
     if credential_kind(text):
         return "a value that holds a credential (not shown)"
     quoted = repr(text)

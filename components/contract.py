@@ -20,8 +20,8 @@ from typing import IO, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
+from common.input_files import InputFileError, read_stream, read_text
 from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
-from components.input_files import InputFileError, read_stream, read_text
 from components.routing import RoutingProfile, routing_for
 
 MAX_OUTPUTS_BYTES = 4 * 1024 * 1024

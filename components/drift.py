@@ -22,7 +22,7 @@ from typing import Any
 
 import pulumi
 
-from components.credentials import mask
+from common.credentials import mask
 from components.live import Live, ObjectRef, Unknown
 
 Manifest = Mapping[str, Any]

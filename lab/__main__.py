@@ -27,8 +27,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from components.credentials import masked_output
-from components.output_folders import OutputFolderError, os_error_reason
+from common.credentials import masked_output
+from common.output_folders import OutputFolderError, os_error_reason
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
 from lab.cluster_ab import LabClusterAbTarget

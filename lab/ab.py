@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Self
 
+from common.credentials import mask_values
 from components.contract import StackOutputs
-from components.credentials import mask_values
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lab.environment import REPO_ROOT
-from tools.project_copy import copy_project
+from testenv.project_copy import copy_project
 
 TARGET_TOTAL_SECONDS = 600
 TARGET_PEAK_BYTES = 2 * 2**30

@@ -2,11 +2,11 @@
 
 `python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine:
 
-1. the local cluster (`tools.cluster`: the real kube-apiserver with the real DGD CRD, kwok's GPU
+1. the local cluster (`testenv.cluster`: the real kube-apiserver with the real DGD CRD, kwok's GPU
    nodes), started without kwok's stand-in status for graphs;
 2. the lab controller (`lab.controller`), which runs each DynamoGraphDeployment on it for real:
    the real Dynamo frontend with the object's command line, a `dynamo.mocker` per worker replica;
-3. a copy of the project with a file backend of its own (`tools.local_stacks`), its stacks set
+3. a copy of the project with a file backend of its own (`testenv.local_stacks`), its stacks set
    for the lab: `shared` (the layer), `round-robin` and `session-affinity` with the lab's worker
    count, and the affinity TTL at the run's time scale (`sessionAffinityTtlSeconds`, the config a
    user sets);
@@ -57,10 +57,11 @@ from stages.cluster.run import ClusterOptions
 from stages.core.results import RunConditions
 from stages.errors import StageError
 from stages.targets import LocalTarget, StageTarget
-from tools import cluster as local_cluster
-from tools.cluster import objects
-from tools.engine import Engine, EngineError, cache_home, located
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+from testenv import cluster as local_cluster
+from testenv.cluster import objects
+from testenv.crd import CrdError
+from testenv.engine import Engine, EngineError, cache_home, located
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
 
 GRAPH_READY_TIMEOUT_SECONDS = 300
 """How long `pulumi up` waits for a lab graph to be Ready: it serves within seconds, or it failed
@@ -152,7 +153,7 @@ class LabClusterAbTarget:
         started = time.monotonic()
         try:
             self._start(engine, say)
-        except (local_cluster.ClusterError, PulumiFailed) as error:
+        except (local_cluster.ClusterError, CrdError, PulumiFailed) as error:
             raise LabGraphError(f"the lab's local cluster: {error}") from None
         self.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
 

@@ -1,7 +1,7 @@
 """The lab controller: the DynamoGraphDeployments on a local API server, run for real on loopback.
 
 What the Dynamo operator does on a cluster, for the lab: it watches every graph on the API server
-(the local cluster of `tools.cluster`, started without kwok's stand-in status for graphs) and, for
+(the local cluster of `testenv.cluster`, started without kwok's stand-in status for graphs) and, for
 each, runs the real Dynamo frontend with the command line of the graph's frontend container and one
 `dynamo.mocker` per worker replica (`lab.deployed_graph` says what is read from the object and what
 the lab maps), with the lab's graph runner (`lab.graph.LabGraph`). Then, as the operator would:

@@ -28,7 +28,7 @@ import threading
 from collections.abc import Sequence
 
 from lab.delay_proxy import forward_connections, loopback_listener
-from tools.netns import UNSHARE, can_isolate, loopback_up
+from testenv.netns import UNSHARE, can_isolate, loopback_up
 
 ISOLATED_ENV = "LAB_NETWORK_NAMESPACE"
 """Set inside the namespace (also to `off` to opt out of isolating)."""

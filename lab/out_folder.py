@@ -1,7 +1,7 @@
 """The lab's `--out`: one folder for every lab command, claimed for one run at a time.
 
 `python -m lab ab`, `up`, `calibrate`, `predict`, `report` and `capacity` write under their `--out`
-(`build/lab`, `build/lab/predict`); each claims it first (`components.output_folders`): a new or
+(`build/lab`, `build/lab/predict`); each claims it first (`common.output_folders`): a new or
 empty folder, or one the lab wrote before (its `.written-files.json` says so), never one holding
 files of anyone else, and never while another lab command runs on it (so a second `lab up` on the
 same folder refuses to start). The committed `docs/lab-prediction/` carries the lab's marker.
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from components.output_folders import OwnedFolder, claimed_folder
+from common.output_folders import OwnedFolder, claimed_folder
 
 WRITER = "python -m lab"
 

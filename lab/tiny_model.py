@@ -21,7 +21,7 @@ from pathlib import Path
 # Installed in the Dynamo venv only (this script runs there), hence no stubs for mypy here.
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
-from components.output_folders import OutputFolderError, claimed_folder
+from common.output_folders import OutputFolderError, claimed_folder
 from lab.standin import vocabulary
 
 MODEL_NAME = "tiny-llama"

@@ -10,7 +10,7 @@
 The outputs' `target` chooses, once, where smoke and perf run (`stages.targets.stage_target`):
 `cluster` as Jobs in the stack's namespace; `lab` as local processes, through the lab (`python -m
 lab stage ...`), which passes in its tools. Each stage is one subcommand added by one
-`_add_<stage>` function. A stage's `--out` is its own (`components.output_folders`); its output
+`_add_<stage>` function. A stage's `--out` is its own (`common.output_folders`); its output
 is masked (`credentials`).
 
 Over 300 lines: one command line, every stage's subcommand beside the shared outputs,
@@ -26,9 +26,9 @@ import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from common.credentials import masked_output
+from common.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from components.contract import OutputsError, StackOutputs
-from components.credentials import masked_output
-from components.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
 from stages.archive.cli import ArchiveUsageError, archive_location, segment

@@ -38,7 +38,7 @@ LOCKS = {
 }
 """Each group's lock; a lock holds its group and every group before it."""
 GROUPS = tuple(LOCKS)
-FIRST_PARTY = {"components", "stages", "lab", "tools", "policy", "tests"}
+FIRST_PARTY = {"common", "components", "stages", "lab", "testenv", "tools", "policy", "tests"}
 PIN = re.compile(r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;#]+)")
 
 NOT_FOR_DEPLOY = {
@@ -51,8 +51,6 @@ NOT_FOR_DEPLOY = {
     "hypothesis",
     "imageio-ffmpeg",
     "import-linter",
-    "jsonschema",
-    "kubernetes-validate",
     "matplotlib",
     "moto",
     "mypy",
@@ -75,7 +73,7 @@ tools.layer_ready too)."""
 STAGES_CODE = ("stages", "tools/render.py", "tools/golden.py")
 """The stages and the render tools: the stages group is enough for them."""
 DEV_CODE = ("lab", "tools", "tests")
-"""The lab (its A/B through `pulumi up` starts the local cluster, `tools.cluster`, which reads the
+"""The lab (its A/B through `pulumi up` starts the local cluster, `testenv.cluster`, which reads the
 CRD with the dev group's schema tools; `make lab` runs it in .venv-dev), checks and tests."""
 RUNS_ELSEWHERE = {"lab/tiny_model.py": "the lab's Dynamo venv runs it (it imports tokenizers)"}
 
@@ -261,7 +259,7 @@ def test_pulumi_runs_the_program_in_the_deploy_venv() -> None:
 
 def test_the_makefile_installs_only_requirements_txt_into_the_deploy_venv() -> None:
     prerequisites, recipe = makefile_rule("$(VENV)/.installed")
-    assert prerequisites == "requirements.txt"
+    assert prerequisites == "requirements.txt | python"  # `python`: checks 3.11 first (order only)
     installs = [line for line in recipe if "pip install" in line]
     assert installs, recipe
     for line in installs:
@@ -283,7 +281,7 @@ def test_only_the_deploy_venv_rule_uses_the_deploy_venv() -> None:
 def test_the_dev_venv_installs_the_dev_lock() -> None:
     assert makefile_variable("DEV_VENV") == ".venv-dev"
     prerequisites, recipe = makefile_rule("$(DEV_VENV)/.installed")
-    assert prerequisites == "requirements-dev.lock"
+    assert prerequisites == "requirements-dev.lock | python"
     assert recipe == ["$(call new_venv,$(DEV_VENV),requirements-dev.lock)"]
 
 

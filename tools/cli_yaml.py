@@ -22,7 +22,7 @@ from typing import Any
 
 import yaml
 
-from components.input_files import read_text
+from common.input_files import read_text
 
 MAX_FILE_BYTES = 1024 * 1024
 """A project or stack file is a few KiB; a larger one is not one (and would be slow to read)."""

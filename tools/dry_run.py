@@ -1,6 +1,6 @@
 """Every rendered object sent to a real API server as a server-side dry run: the check of record.
 
-The local control plane (`tools.cluster`: kube-apiserver 1.37 with the real DGD CRD installed)
+The local control plane (`testenv.cluster`: kube-apiserver 1.37 with the real DGD CRD installed)
 judges each object as it would judge `pulumi up`'s create: the built-in types' validation, the
 CRD's structural schema with its defaults, its CEL rules (`x-kubernetes-validations`), list-type
 map keys, quantities, and strict field validation (an unknown or duplicated field is refused,
@@ -38,12 +38,17 @@ NAMESPACE_GONE_SECONDS = 60.0
 
 
 def dry_run_violations(
-    objects: Sequence[Manifest], kubeconfig: Path, keep_namespaces: bool = False
+    objects: Sequence[Manifest],
+    kubeconfig: Path,
+    keep_namespaces: bool = False,
+    context: str | None = None,
 ) -> list[Violation]:
-    """What the API server behind `kubeconfig` refuses of `objects`, each created as a dry run.
-    `keep_namespaces` leaves the namespaces made for them (a caller judging many object sets in
-    one throwaway cluster saves their deletion each time)."""
-    api_client = kube_config.new_client_from_config(str(kubeconfig))  # type: ignore[no-untyped-call]
+    """What the API server behind `kubeconfig` (its `context`, else its current one) refuses of
+    `objects`, each created as a dry run. `keep_namespaces` leaves the namespaces made for them (a
+    caller judging many object sets in one throwaway cluster saves their deletion each time)."""
+    api_client = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
+        str(kubeconfig), context=context
+    )
     client = DynamicClient(api_client)  # type: ignore[no-untyped-call]
     namespace_api = client.resources.get(api_version="v1", kind="Namespace")
     namespaces = [m for m in objects if m.get("kind") == "Namespace"]

@@ -11,7 +11,7 @@
   300 -> 120, with what differs from run to run (ports, durations, ids, temporary paths) replaced
   by fixed words.
 
-Both come from the real CLI against a local cluster (tools/cluster); the real tier fails when the
+Both come from the real CLI against a local cluster (testenv/cluster); the real tier fails when the
 engine's output drifts from them.
 
     python -m tools.engine_goldens --check     # exit 1 and a unified diff on drift
@@ -29,9 +29,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tools import cluster as local
-from tools.engine import PROJECT, EngineError, cache_home, located
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+from testenv import cluster as local
+from testenv.engine import PROJECT, EngineError, cache_home, located
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
 
 GOLDEN_DIR = PROJECT / "manifests" / "engine"
 DIFF_STACK = "session-affinity"

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from components.input_files import InputFileError, parsed_json, read_text
+from common.input_files import InputFileError, parsed_json, read_text
 from components.outputs import CACHE_READY_KEY, CREDENTIALS_DIGEST_KEY, missing_layer_outputs
 
 

@@ -5,9 +5,9 @@
 Runs the real program under Pulumi's mock runtime with the stack's config (Pulumi.yaml defaults,
 then Pulumi.<stack>.yaml, then --set), writes one YAML file per object and the stack outputs as
 JSON. Secrets are never read: the program gets a placeholder secret and every secret value is
-masked in what is written, as is anything shaped like a credential (`components.credentials`).
+masked in what is written, as is anything shaped like a credential (`common.credentials`).
 
-`--out` is the render's own folder (`components.output_folders`): a new or empty one, or one it
+`--out` is the render's own folder (`common.output_folders`): a new or empty one, or one it
 rendered into before. It replaces only the files it wrote there; anything else is refused.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 import yaml
 from pulumi import RunError
 
-from components.credentials import mask_values, masked_output
-from components.output_folders import claimed_folder, os_error_reason
+from common.credentials import mask_values, masked_output
+from common.output_folders import claimed_folder, os_error_reason
 from tools.mock_engine import ProgramRun, mask_secrets
 from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets

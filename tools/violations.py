@@ -4,10 +4,6 @@ The checks (one module each) are told apart by the `check` field of what they re
 
 * API_SERVER: what a real API server refused of the object on a server-side dry run, the check of
   record (`dry_run`);
-* KUBERNETES_SCHEMA: a core object against the strict Kubernetes OpenAPI schema (`k8s_schemas`),
-  offline only;
-* CRD_SCHEMA: the DynamoGraphDeployment against the CRD's structural schema (`crd_schema`),
-  offline only;
 * ADMISSION: a rule of the Dynamo operator's validating webhook, which is no CEL rule of the CRD
   (`admission`).
 """
@@ -20,8 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 API_SERVER = "api-server"
-KUBERNETES_SCHEMA = "kubernetes-schema"
-CRD_SCHEMA = "crd-schema"
 ADMISSION = "operator-admission"
 
 PathPart = str | int

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from common.credentials import masked_output
+from common.output_folders import OutputFolderError, os_error_reason
 from components.contract import OutputsError, StackOutputs
-from components.credentials import masked_output
-from components.output_folders import OutputFolderError, os_error_reason
 from components.routing import RoutingProfile
 from stages.archive.errors import ArchiveError, validation_summary
 from stages.archive.layout import DEFAULT_PREFIX, ArchiveLocation

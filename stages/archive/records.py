@@ -18,8 +18,8 @@ from pydantic import (
     model_validator,
 )
 
+from common.credentials import mask_values
 from components.contract import StackOutputs
-from components.credentials import mask_values
 from components.routing import RoutingProfile
 
 UNKNOWN_COMMIT = "unknown"

@@ -8,8 +8,8 @@ import os
 import re
 from pathlib import Path
 
-from components.credentials import credential_kind_in_bytes
-from components.output_folders import OWNERSHIP_FILES
+from common.credentials import credential_kind_in_bytes
+from common.output_folders import OWNERSHIP_FILES
 from stages.archive.errors import ArchiveError
 from stages.archive.records import ArchivedFile
 
@@ -21,7 +21,7 @@ CheckedFile = tuple[ArchivedFile, Path]
 
 def find_secret(data: bytes) -> str | None:
     """What kind of obvious secret `data` contains (never the secret itself), or None."""
-    kind = credential_kind_in_bytes(data)  # by shape: components.credentials
+    kind = credential_kind_in_bytes(data)  # by shape: common.credentials
     if kind:
         return kind
     for name, value in os.environ.items():

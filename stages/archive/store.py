@@ -27,7 +27,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from components.credentials import mask_url
+from common.credentials import mask_url
 from stages.archive.errors import ArchiveConflictError, ArchiveError, RunNotFoundError
 from stages.archive.layout import ArchiveLocation
 

@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
+from common.credentials import mask_values
 from components import names
 from components.contract import StackOutputs
-from components.credentials import mask_values
 from stages.cluster.pod_template import (
     CONFIG_DIR,
     IMAGEIO_FFMPEG,

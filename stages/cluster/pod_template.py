@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from components.credentials import credential_kind
+from common.credentials import credential_kind
 from stages.core.pod_plans import MEDIA_PORT, POD_ROOT, PlanSettings
 
 Manifest = dict[str, Any]
@@ -96,7 +96,7 @@ def check_pip_index_url(url: str) -> str:
 
 def has_credentials(url: str) -> bool:
     """A URL with a user-info part (`user:password@`, or a token as the user) or a credential in
-    its query (`?token=`, `X-Amz-Signature=`; `components.credentials`) carries a secret."""
+    its query (`?token=`, `X-Amz-Signature=`; `common.credentials`) carries a secret."""
     try:
         return "@" in urlsplit(url).netloc or credential_kind(url) is not None
     except ValueError:

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
+from common.credentials import mask
+from common.output_folders import os_error_reason
 from components.contract import StackOutputs
-from components.credentials import mask
-from components.output_folders import os_error_reason
 from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits

@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.input_files import InputFileError, read_text
+from common.input_files import InputFileError, read_text
 from components.routing import RoutingProfile
 from stages.core.model_files import write_model
 from stages.core.workload import PerfWorkload
@@ -178,7 +178,7 @@ class ProfileResults(BaseModel):
 
     @classmethod
     def load(cls, path: Path) -> ProfileResults:
-        """A results.json: a regular UTF-8 file (`components.input_files`) of this model."""
+        """A results.json: a regular UTF-8 file (`common.input_files`) of this model."""
         try:
             text = read_text(path, "results file")
         except InputFileError as error:

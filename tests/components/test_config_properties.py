@@ -7,11 +7,10 @@ breakers, secret-looking env items), checked two ways:
 
 * through the pure path (parse -> builders), each key alone and several keys at once:
   `parse_stack_config` raises nothing but `ConfigError`, whose every problem names a key and shows
-  nothing that may be secret; what it accepts builds objects that pass `tools.validate`'s offline
-  checks (Kubernetes schemas, the real DGD CRD's structural schema when ../shared/reference/ has
-  the CRD, the operator's admission rules); whether the API server accepts them is the real
-  tier's to show: it sends accepted configs' objects to the API server itself, whole configs
-  and each key alone (tests/real/test_server_validation.py);
+  nothing that may be secret; what it accepts builds objects that keep the operator's admission
+  rules (`tools.admission`, ours); whether the API server accepts them is the real tier's to
+  show, the one oracle of that: it sends accepted configs' objects to the API server itself,
+  whole configs and each key alone (tests/real/test_server_validation.py);
 * through the real program under Pulumi mocks (`tools.offline.run_program`), fewer examples: a
   `pulumi.RunError` naming the offending keys with nothing registered, or manifests as above.
 
@@ -32,7 +31,6 @@ import pulumi
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
-from jsonschema.protocols import Validator
 
 from components import k8s_values as k8s
 from components.config_parser import ConfigError, parse_stack_config
@@ -59,12 +57,7 @@ from tools.stack_files import (
     owns_layer,
     qualified,
 )
-from tools.validate import (
-    SHARED_CRD,
-    graph_schema_validator,
-    load_graph_schema,
-    offline_violations,
-)
+from tools.validate import admission_violations_of
 
 Manifest = dict[str, Any]
 # Hypothesis runs the whole program on hundreds of generated configs: seconds in all.
@@ -412,19 +405,6 @@ def _strings(overrides: dict[str, Any]) -> Iterator[str]:
                 yield item
 
 
-@functools.cache
-def graph_checks() -> Validator | None:
-    """The real DGD CRD's structural schema (../shared/reference/), loaded once. Its CEL rules are
-    the API server's to judge: tests/real/test_server_validation.py."""
-    return graph_schema_validator(load_graph_schema(SHARED_CRD)) if SHARED_CRD.exists() else None
-
-
-@pytest.fixture(autouse=True, scope="module")
-def _crd_checks_loaded_before_any_example() -> None:
-    # Loaded once, before hypothesis times its first example.
-    graph_checks()
-
-
 def pure_objects(parsed: StackSettings) -> list[Manifest]:
     """What the stack deploys, from the pure builders (no Pulumi runtime), as `Recipe` picks them."""
     layer = own_layer(parsed)
@@ -460,7 +440,7 @@ def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accep
         return
     event("accepted")
     objects = pure_objects(parsed)
-    assert offline_violations(objects, graph_checks()) == []
+    assert admission_violations_of(objects) == []
 
 
 @pytest.mark.parametrize("key", sorted(KEYS))
@@ -480,7 +460,7 @@ def test_each_key_alone_is_refused_clearly_or_lands_as_the_api_server_accepts(
         assert_refusal_is_clear(str(error), overrides)
         return
     objects = pure_objects(parsed)
-    assert offline_violations(objects, None) == []
+    assert admission_violations_of(objects) == []
 
 
 # --- the real program under Pulumi mocks ---------------------------------------------------------
@@ -531,7 +511,7 @@ def run_config(stack: str, overrides: dict[str, Any]) -> tuple[ProgramRun, pulum
 def assert_deployable(run: ProgramRun) -> None:
     objects = rendered_objects(run)
     assert objects, "an accepted config deploys something"
-    assert offline_violations(objects, graph_checks()) == []
+    assert admission_violations_of(objects) == []
 
 
 @settings(max_examples=80, deadline=None)

@@ -1,8 +1,4 @@
-"""Guardrail fixtures: each shipped stack's rendered objects, and the real DGD CRD when present.
-
-The CRD is data the team keeps beside the clone (`../shared/reference/`), never in the project;
-tests that need it skip, saying so, when it is absent.
-"""
+"""Guardrail fixtures: each shipped stack's rendered objects, rendered once."""
 
 from __future__ import annotations
 
@@ -10,9 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from jsonschema.protocols import Validator
 
-from tools import validate
 from tools.golden import example_render
 from tools.stack_files import SHIPPED_STACKS
 
@@ -36,17 +30,3 @@ def one_of_kind(objects: list[Manifest], kind: str) -> Manifest:
 @pytest.fixture(params=SHIPPED_STACKS)
 def stack(request: pytest.FixtureRequest) -> str:
     return str(request.param)
-
-
-@pytest.fixture(scope="session")
-def crd_schema() -> dict[str, Any]:
-    if not validate.SHARED_CRD.exists():
-        pytest.skip(
-            f"the DynamoGraphDeployment CRD is not at {validate.SHARED_CRD} (../shared/reference/)"
-        )
-    return validate.load_graph_schema(validate.SHARED_CRD)
-
-
-@pytest.fixture(scope="session")
-def graph_validator(crd_schema: dict[str, Any]) -> Validator:
-    return validate.graph_schema_validator(crd_schema)

@@ -1,4 +1,5 @@
-"""The GitHub workflows: actionlint-clean, and wired the way docs/guardrails.md describes."""
+"""The GitHub workflows: actionlint- and zizmor-clean, and wired the way docs/guardrails.md
+describes. They cannot run here (no GitHub); these are the field's own linters over them."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from typing import Any
 import pytest
 import yaml
 
-from tools.engine import PULUMI_VERSION
+from testenv.engine import PULUMI_VERSION
 from tools.stack_files import ROOT, SHIPPED_STACKS
 
 WORKFLOWS = ROOT / ".github" / "workflows"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
+ZIZMOR = Path(sys.executable).parent / "zizmor"
 PULUMI_ACTION = re.compile(r"^pulumi/actions@(v\d+\.\d+\.\d+|[0-9a-f]{40})$")
 
 
@@ -47,6 +49,32 @@ def actionlint(cwd: Path) -> subprocess.CompletedProcess[str]:
 def test_actionlint_finds_nothing() -> None:
     result = actionlint(ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def zizmor(workflows: Path) -> subprocess.CompletedProcess[str]:
+    """zizmor's audits, offline (no GitHub API), with the repository's settings: `workflows` is
+    the folder .github/workflows or one workflow file."""
+    command = [str(ZIZMOR), "--offline", "--no-progress", "--config",
+               str(ROOT / ".github" / "zizmor.yml"), str(workflows)]  # fmt: skip
+    return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_zizmor_finds_nothing() -> None:
+    result = zizmor(WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_zizmor_does_catch_a_template_injection_and_an_unpinned_action(tmp_path: Path) -> None:
+    risky = (
+        "on:\n  pull_request:\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-latest\n"
+        "    steps:\n      - uses: actions/checkout@v6\n        with:\n"
+        "          persist-credentials: false\n"
+        "      - run: echo ${{ github.event.pull_request.title }}\n"
+    )
+    (tmp_path / "risky.yml").write_text(risky)
+    result = zizmor(tmp_path / "risky.yml")
+    assert result.returncode != 0
+    assert "template-injection" in result.stdout and "unpinned-uses" in result.stdout
 
 
 def test_actionlint_does_catch_a_broken_workflow(tmp_path: Path) -> None:
@@ -124,10 +152,23 @@ def test_stack_config_comes_from_one_script() -> None:
 def test_ci_runs_the_readme_test_command() -> None:
     ci = workflow("ci.yml")
     assert {"pull_request", "push"} <= set(ci["on"])
-    assert [step["run"] for step in steps("ci.yml", "test") if "run" in step] == ["make test"]
-    # `make test` starts with `make check`: no other job runs it again.
+    # `make test` starts with `make check`: no other job runs it again. The one other step fetches
+    # the CRD, an input the project never copies in, at the commit it was tested with.
     runs = [step["run"] for job in ci["jobs"] for step in steps("ci.yml", job) if "run" in step]
-    assert runs == ["make test"], runs
+    assert runs[-1] == "make test" and len(runs) == 2, runs
+    assert "COSMOS3_DGD_CRD=" in runs[0] and "$DGD_CRD_URL" in runs[0]
+    url = ci["env"]["DGD_CRD_URL"]
+    assert url.startswith("https://raw.githubusercontent.com/ai-dynamo/dynamo/")
+    assert url.endswith("/deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml")
+
+
+def test_ci_brings_go_from_the_wrappers_and_caches_the_engine_by_its_inputs() -> None:
+    uses = {step["uses"].split("@")[0]: step for step in steps("ci.yml", "test") if "uses" in step}
+    assert uses["actions/setup-go"]["with"]["go-version-file"].startswith("engine/")
+    cache = uses["actions/cache"]["with"]
+    assert "~/.cache/cosmos3-engine/engine-*" in cache["path"]
+    assert "hashFiles('engine/**', 'testenv/engine/**')" in cache["key"]
+    assert "steps.go.outputs.go-version" in cache["key"]
 
 
 def test_secrets_reach_steps_only_through_env_and_are_never_echoed() -> None:

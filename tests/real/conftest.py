@@ -1,8 +1,10 @@
-"""The real tier: the real `pulumi` CLI, provider and a local control plane (tools/cluster).
+"""The real tier: the real `pulumi` CLI, provider and a local control plane (testenv/cluster).
 
-One cluster per session (`local_cluster`); each test gets its own copy of the project (`pulumi
-config set` rewrites stack files), its own file backend and passphrase (`stacks`,
-tools/local_stacks.py), and leaves no namespace behind. The tier never skips: a tool that is not
+One cluster per session (`local_cluster`): a new one, or with `$COSMOS3_CLUSTER` naming the
+folder of a running one (`python -m testenv.cluster up --out DIR`) that one, left running
+afterwards. Each test gets its own copy of the project (`pulumi config set` rewrites stack files),
+its own file backend and passphrase (`stacks`, testenv/local_stacks.py), and leaves no namespace
+behind. The tier never skips: a tool that is not
 built fails every test with what to run (`make engine`).
 """
 
@@ -17,10 +19,11 @@ from pathlib import Path
 
 import pytest
 
+import testenv
+from testenv import cluster as local
+from testenv.engine import PROJECT, Engine, EngineError, cache_home, located
+from testenv.local_stacks import LocalStacks
 from tests.conftest import NGC_KEY
-from tools import cluster as local
-from tools.engine import PROJECT, Engine, EngineError, cache_home, located
-from tools.local_stacks import LocalStacks
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 MIN_FREE_VOLUMES = 4
@@ -42,9 +45,14 @@ def local_cluster(
     for venv in (PROJECT / ".venv", PROJECT / "policy" / "venv"):
         if not (venv / "bin" / "python").exists():
             pytest.fail(f"the real tier needs {venv}: run `make venv policy-venv`")
-    running = local.up(tmp_path_factory.mktemp("cluster"), engine, die_with_parent=True)
+    folder = tmp_path_factory.mktemp("cluster")
+    try:
+        running, ours = testenv.session_cluster(folder, die_with_parent=True)
+    except local.ClusterError as error:
+        pytest.fail(str(error))
     yield running
-    running.down()
+    if ours:
+        running.down()
 
 
 @pytest.fixture

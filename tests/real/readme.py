@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from tools.engine import PROJECT
+from testenv.engine import PROJECT
 
 README = PROJECT / "README.md"
 _FENCE = re.compile(r"^```(\w*)\s*$")

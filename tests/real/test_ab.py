@@ -11,9 +11,9 @@ import json
 import subprocess
 import sys
 
+from testenv import cluster as local
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools import cluster as local
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 PROFILES = ("round-robin", "session-affinity")
 

@@ -23,10 +23,10 @@ from pathlib import Path
 
 import pytest
 
+from testenv import cluster as local
+from testenv.engine import Engine
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
-from tools import cluster as local
-from tools.engine import Engine
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "dgd/cosmos3-nano-reasoner-agg-h200-round-robin"

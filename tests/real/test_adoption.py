@@ -16,11 +16,11 @@ import re
 
 import yaml
 
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.engine import PROJECT
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools import cluster as local
-from tools.cluster import objects
-from tools.engine import PROJECT
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 NAMESPACE = "cosmos3-nano-reasoner"
 JOB = "cosmos3-nano-reasoner-model-download"

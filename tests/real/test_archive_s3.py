@@ -38,14 +38,15 @@ from stages.archive import ArchiveConflictError, ArchiveLocation
 from stages.archive.cli import main as archive_cli
 from stages.archive.store import Bucket
 from stages.cli import main as stages_cli
+from testenv.cluster import processes
+from testenv.cluster.components import LOOPBACK, free_port
+from testenv.engine import PROJECT, Engine, cache_home
+from testenv.engine.build import s3_server
 from tests.real.listening import listening
 from tests.stages.archive.helpers import make_results, recorded_puts, tree
 from tests.stages.archive.test_cli import one_line_error, push_args, store_args
 from tests.stages.archive.test_report_inputs import T0, push_perf_run, report_args
 from tests.stages.conftest import aws_environment  # noqa: F401  (the fixture, used by name)
-from tools.cluster import processes
-from tools.cluster.components import LOOPBACK, free_port
-from tools.engine import PROJECT, Engine
 
 ACCESS_KEY_ID = "cosmos3-archiver"
 READY_SECONDS = 120.0
@@ -110,7 +111,7 @@ def seaweed(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     s3_config = folder / "s3.json"
     s3_config.write_text(json.dumps(s3_identity(secret)))
     ports = pick_ports()
-    argv = weed_argv(engine.tool("weed"), folder, s3_config, ports)
+    argv = weed_argv(s3_server(cache_home()), folder, s3_config, ports)
     started, popen = processes.start(
         "weed", argv, folder / "weed.log", {"PATH": "/usr/bin:/bin"}, die_with_parent=True
     )

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import re
 
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools import cluster as local
-from tools.cluster import objects
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 GRAPH = "dynamographdeployment/cosmos3-nano-reasoner-agg-h200-session-affinity"
 NAMESPACE = "cosmos3-nano-reasoner"

@@ -1,4 +1,4 @@
-"""The local cluster as a user runs it (`python -m tools.cluster up/down`) and as kwok plays the
+"""The local cluster as a user runs it (`python -m testenv.cluster up/down`) and as kwok plays the
 operator: loopback only, nothing left running after `down`, Ctrl-C or a killed parent, and a
 graph's `Ready` that follows its generation."""
 
@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from testenv import cluster as local
+from testenv.cluster import processes
+from testenv.engine import PROJECT
 from tests.real.listening import listening
-from tools import cluster as local
-from tools.cluster import processes
-from tools.engine import PROJECT
 
 
 def cluster_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "tools.cluster", *args],
+        [sys.executable, "-m", "testenv.cluster", *args],
         cwd=PROJECT,
         capture_output=True,
         text=True,
@@ -51,7 +51,7 @@ def test_up_and_down_from_the_command_line(tmp_path: Path) -> None:
     up = cluster_cli("up", "--out", str(folder))
     ready_after = time.monotonic() - began
     assert up.returncode == 0, up.stderr
-    print(f"tools.cluster up: ready after {ready_after:.1f} s")  # measured, not asserted
+    print(f"testenv.cluster up: ready after {ready_after:.1f} s")  # measured, not asserted
     components = started(folder)
     try:
         assert [item.name for item in components] == [
@@ -109,7 +109,7 @@ def test_up_and_down_from_the_command_line(tmp_path: Path) -> None:
 def test_an_interrupted_up_leaves_nothing_running(tmp_path: Path, signum: signal.Signals) -> None:
     folder = tmp_path / "cluster"
     up = subprocess.Popen(
-        [sys.executable, "-m", "tools.cluster", "up", "--out", str(folder)],
+        [sys.executable, "-m", "testenv.cluster", "up", "--out", str(folder)],
         cwd=PROJECT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -129,8 +129,8 @@ def test_a_killed_test_process_takes_its_cluster_with_it(tmp_path: Path) -> None
     # What the real tier's fixture does (die_with_parent), in a process this test kills with -9.
     folder = tmp_path / "cluster"
     program = (
-        "import sys, time; from pathlib import Path; from tools import cluster; "
-        "from tools.engine import cache_home, located; "
+        "import sys, time; from pathlib import Path; from testenv import cluster; "
+        "from testenv.engine import cache_home, located; "
         "cluster.up(Path(sys.argv[1]), located(cache_home()), die_with_parent=True); "
         "print('up', flush=True); time.sleep(600)"
     )

@@ -1,6 +1,6 @@
 """The cluster stages' adapter (stages/cluster/kubernetes_api.py) against the real API server.
 
-The local control plane (tools/cluster: kube-apiserver with RBAC and admission, the controller
+The local control plane (testenv/cluster: kube-apiserver with RBAC and admission, the controller
 manager's Job controller and garbage collector, the scheduler, kwok's H200 nodes) answers the
 official client: the smoke stage's objects come back as built (the server's defaults aside), a
 re-run's foreground deletion really waits for the previous Job's pods, RBAC refuses a user without
@@ -34,10 +34,10 @@ from stages.cluster.kubernetes_api import KubernetesApi
 from stages.cluster.run import ClusterOptions, connect, smoke_objects
 from stages.errors import EXIT_CLUSTER_UNREACHABLE, ClusterUnreachable
 from stages.local.run import free_port
+from testenv import cluster as local
+from testenv.cluster import objects as cluster_objects
 from tests.real.conftest import delete_namespaces, paused_kwok, wait_until
 from tests.stages.cluster.fakes import cluster_outputs
-from tools import cluster as local
-from tools.cluster import objects as cluster_objects
 
 JOB = "cosmos3-nano-reasoner-smoke"
 SECRET = "cosmos3-nano-reasoner-smoke-pip"

@@ -20,12 +20,12 @@ from contextlib import contextmanager
 import pytest
 from pulumi import automation
 
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.engine import Engine
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
 from tests.real.test_no_loss import assert_state_is_in_the_cluster
-from tools import cluster as local
-from tools.cluster import objects
-from tools.engine import Engine
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 NAMESPACE = "cosmos3-nano-reasoner"
 JOB = "cosmos3-nano-reasoner-model-download"

@@ -3,8 +3,8 @@ URNs, and the pull-request diff of a TTL change, as the real CLI prints them now
 
 from __future__ import annotations
 
+from testenv.local_stacks import LocalStacks
 from tools import engine_goldens
-from tools.local_stacks import LocalStacks
 
 
 def test_the_engines_goldens_are_the_committed_ones(stacks: LocalStacks) -> None:

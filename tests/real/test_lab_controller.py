@@ -28,11 +28,11 @@ from lab.environment import LabInstall, LabNotInstalled
 from lab.frontend_service import FRONTEND_URL_ANNOTATION, published_frontend_url, reached_at
 from lab.graph import LabGraph
 from stages.incluster.processes import group_members
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.engine import Engine
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
-from tools import cluster as local
-from tools.cluster import objects
-from tools.engine import Engine
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-session-affinity"

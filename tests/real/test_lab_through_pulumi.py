@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 
 from stages.archive import ArchiveLocation, list_runs
+from testenv.engine import PROJECT
 from tests.real.conftest import wait_until
 from tests.real.listening import reachable_off_loopback, tree_listening
-from tools.engine import PROJECT
 
 WORKLOAD = [
     "--videos", "2", "--questions", "2", "--output-tokens", "8", "--concurrency", "1",

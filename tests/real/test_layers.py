@@ -10,10 +10,10 @@ import sys
 
 import yaml
 
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools import cluster as local
-from tools.cluster import objects
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 PROFILES = ("round-robin", "session-affinity")
 

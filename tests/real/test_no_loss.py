@@ -15,9 +15,9 @@ import json
 
 import pytest
 
+from testenv import cluster as local
+from testenv.local_stacks import LAYER_SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools import cluster as local
-from tools.local_stacks import LAYER_SITE, LocalStacks
 
 
 def state_objects(stacks: LocalStacks, stack: str) -> list[tuple[str, str, str]]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 PACK = "policy/analyzer"
 PACK_NAME = "cosmos3-nano-reasoner-guardrails"

@@ -20,10 +20,10 @@ import pytest
 from stages.ab.cluster_target import ClusterAbTarget
 from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.cluster.run import ClusterOptions
+from testenv import cluster as local
+from testenv.engine import Engine
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
-from tools import cluster as local
-from tools.engine import Engine
-from tools.local_stacks import LAYER_SITE, SITE, LocalStacks
 
 ORG = "organization"
 LAYER = f"{ORG}/cosmos3-nano-reasoner/shared"

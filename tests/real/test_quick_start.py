@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import re
 
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.local_stacks import LocalStacks
 from tests.real.readme import section_block
-from tools import cluster as local
-from tools.cluster import objects
-from tools.local_stacks import LocalStacks
 
 SET_UP_BY_MAKE = ["make venv", "make policy-venv"]
 NEEDS_A_FRONTEND = "curl -fsS http://localhost:8000/v1/models"

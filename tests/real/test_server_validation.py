@@ -21,7 +21,14 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from components.config_parser import ConfigError, parse_stack_config
+from components.routing import RoutingProfile
 from components.settings import PROJECT
+from stages.cluster.manifests import perf_manifests, smoke_manifests
+from stages.cluster.pod_template import JobSettings
+from stages.core.workload import RECIPE_WORKLOAD
+from testenv import cluster as local
+from testenv.crd import TESTED_SCHEMA_SHA256, crd_path
+from testenv.engine.pins import KUBERNETES_VERSION
 from tests.components.test_config_properties import (
     KEYS,
     pure_objects,
@@ -31,12 +38,12 @@ from tests.components.test_config_properties import (
 from tests.components.test_settings import LEGAL_EDGES
 from tests.guardrails.conftest import Manifest, one_of_kind, rendered
 from tests.real.conftest import delete_namespaces
-from tools import cluster as local
+from tests.stages.cluster.fakes import cluster_outputs
+from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
+from tests.stages.cluster.test_manifests import PLAN
 from tools import validate
 from tools.admission import admission_violations
-from tools.cluster.objects import CRD_FILE
 from tools.dry_run import dry_run_violations
-from tools.engine.pins import KUBERNETES_VERSION
 from tools.stack_files import cli_value, qualified
 from tools.violations import API_SERVER, Violation
 
@@ -272,7 +279,7 @@ def test_valid_variants_are_accepted(case: str, judge: Judge) -> None:
 def crd_rules_on_create() -> set[str]:
     """The message of every CEL rule of the CRD's served v1beta1 schema that runs on create (a
     transition rule, one that reads `oldSelf`, runs on update only)."""
-    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    crd = yaml.safe_load(crd_path().read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
     messages: set[str] = set()
 
@@ -372,7 +379,7 @@ def test_preserve_unknown_fields_keep_free_form_fields(judge: Judge) -> None:
 
 
 def test_components_are_limited_to_the_crds_max_items(judge: Judge) -> None:
-    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    crd = yaml.safe_load(crd_path().read_text())
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
     spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
     limit = spec["properties"]["components"]["maxItems"]
@@ -464,6 +471,24 @@ def test_main_without_an_image_passes_the_crd_but_not_the_operators_admission_ru
     assert [v.message for v in admission_violations(manifest)] == ["'main' needs an image"]
 
 
+# --- The test stages' Jobs: the API server takes them too (strict field validation) ---------------
+
+
+def test_every_stage_object_is_accepted_and_a_mistyped_field_refused(judge: Judge) -> None:
+    digest = "python:3.11.7-slim-bookworm@sha256:" + "a" * 64
+    for profile in RoutingProfile:
+        outputs = cluster_outputs(profile)
+        settings = JobSettings(run_id="r1", plan=PLAN, image=digest, pip_index_url=PIP_MIRROR)
+        objects = smoke_manifests(outputs, settings) + perf_manifests(
+            outputs, RECIPE_WORKLOAD, settings
+        )
+        assert judge(objects) == [], profile
+    job = next(m for m in smoke_manifests(outputs, settings) if m["kind"] == "Job")
+    job["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy "] = "Always"
+    (violation,) = judge([job])
+    assert 'unknown field "spec.template.spec.containers[0].imagePullPolicy "' in str(violation)
+
+
 # --- The command, with an API server of its own ------------------------------------------------------
 
 
@@ -472,7 +497,7 @@ def test_the_command_judges_every_stack_on_an_api_server(
 ) -> None:
     assert validate.main(["--all"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"kube-apiserver {KUBERNETES_VERSION} with {validate.SHARED_CRD}: ")
+    assert out.startswith(f"kube-apiserver {KUBERNETES_VERSION} with {crd_path()}: ")
     assert "stack session-affinity: 1 objects, no violations" in out
 
 
@@ -480,7 +505,7 @@ def test_the_command_uses_the_rules_of_the_crd_it_is_given(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A newer CRD's CEL rule applies without a code change (the API server evaluates it)."""
-    crd = yaml.safe_load(Path(CRD_FILE).read_text())
+    crd = yaml.safe_load(crd_path().read_text())
     (served,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1beta1"]
     spec = served["schema"]["openAPIV3Schema"]["properties"]["spec"]
     rule = {"rule": "self.components.size() <= 1", "message": "one component, please"}
@@ -491,5 +516,7 @@ def test_the_command_uses_the_rules_of_the_crd_it_is_given(
     assert validate.main(["--stack", "round-robin", "--crd", str(tmp_path / "crd.yaml")]) == 1
     out = capsys.readouterr().out
     assert "stack round-robin: 1 violation(s) in 1 objects" in out
+    assert out.startswith("warning: the DynamoGraphDeployment CRD at "), "another CRD than tested"
+    assert f"sha256 {TESTED_SCHEMA_SHA256[:12]}); using it" in out.splitlines()[0]
     assert f"  {DGD}/cosmos3-nano-reasoner-agg-h200-round-robin: spec: Invalid value: " in out
     assert "one component, please [api-server]" in out

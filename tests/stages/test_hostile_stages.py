@@ -347,7 +347,7 @@ def test_report_writes_its_own_folder_again(tmp_path: Path) -> None:
 def test_a_second_perf_run_on_one_folder_is_refused_naming_the_first(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from components.output_folders import claimed_folder
+    from common.output_folders import claimed_folder
 
     outputs = tmp_path / "outputs.json"
     outputs.write_text(outputs_json())

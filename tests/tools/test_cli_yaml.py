@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.input_files import InputFileError
+from common.input_files import InputFileError
 from tests.tally import record
 from tools import stack_files
 from tools.cli_yaml import StackFileError, config_values, project_config

@@ -51,7 +51,7 @@ def test_a_missed_cell_names_the_effect_that_pushes_it_that_way(
 
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "lab-prediction"
-README = DOCS.parents[1] / "README.md"
+PAGE = DOCS.parent / "lab-prediction.md"
 SUMMARY_START = "<!-- prediction summary:"
 SUMMARY_END = "<!-- end of prediction summary -->"
 
@@ -76,11 +76,13 @@ def test_a_committed_report_is_what_its_saved_lab_levels_give(folder: Path) -> N
     )
 
 
-def test_the_readme_shows_the_committed_prediction() -> None:
+def test_the_prediction_page_shows_the_committed_prediction() -> None:
     _, prediction, _ = committed(DOCS)
-    text = README.read_text()
+    text = PAGE.read_text()
     start = text.index("\n", text.index(SUMMARY_START)) + 1
     shown = text[start : text.index(SUMMARY_END)]
 
     expected = "\n".join(summary(cell_errors(prediction.table(), RECIPE_TABLE))) + "\n"
-    assert shown == expected, f"the README's prediction is stale; it should read:\n{expected}"
+    assert shown == expected, (
+        f"docs/lab-prediction.md's table is stale; it should read:\n{expected}"
+    )

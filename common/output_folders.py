@@ -10,7 +10,7 @@ Every command that writes a folder (`--out`, `--dest`) claims it first (`claimed
   where the folder should be, the project's own folder or one above it, a folder holding files the
   command did not write, a folder another command owns.
 
-While the command runs it holds the folder's lock (`components.run_lock`): a second run on the same
+While the command runs it holds the folder's lock (`common.run_lock`): a second run on the same
 folder is refused, naming the first. A tracking command replaces its files with `replace_files`,
 which removes a file it no longer writes only when its marker lists it. Nothing else is ever
 deleted.
@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from components.run_lock import LOCK_FILE, FolderInUse, RunLock, acquire
+from common.run_lock import LOCK_FILE, FolderInUse, RunLock, acquire
 
 MARKER_FILE = ".written-files.json"
 OWNERSHIP_FILES = frozenset({MARKER_FILE, LOCK_FILE})

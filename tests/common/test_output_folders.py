@@ -1,4 +1,4 @@
-"""Output folders (`components.output_folders`, `components.run_lock`): a command writes only its
+"""Output folders (`common.output_folders`, `common.run_lock`): a command writes only its
 own files, refuses a folder holding anyone else's, and runs once per folder at a time.
 
 Generated folder states (a user's files among a writer's, a foreign marker, links that point out
@@ -24,13 +24,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from components.output_folders import (
+from common.output_folders import (
     MARKER_FILE,
     PROJECT_ROOT,
     OutputFolderError,
     claimed_folder,
 )
-from components.run_lock import LOCK_FILE
+from common.run_lock import LOCK_FILE
 from tests.tally import flag, record
 
 FAMILY = "user files (output folders)"
@@ -226,7 +226,7 @@ HOLDER = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from components.output_folders import claimed_folder
+    from common.output_folders import claimed_folder
     with claimed_folder(Path(sys.argv[1]), "python -m lab", command="python -m lab up"):
         print("held", flush=True)
         time.sleep(120)

@@ -11,7 +11,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from tools.engine import PROJECT
+from testenv.engine import PROJECT
 
 
 def project_files(root: Path = PROJECT) -> list[str]:

@@ -1,5 +1,5 @@
 """The project's stacks on the local tier: the engine's `pulumi` in a copy of the project, a file
-backend of its own and a passphrase, against a local cluster (tools/cluster).
+backend of its own and a passphrase, against a local cluster (testenv/cluster).
 
 What the real-tier tests and `tools.engine_goldens` drive; the commands are the ones a user types
 (`pulumi stack init`, `pulumi config set`, `pulumi up --yes`), run non-interactively.
@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tools import cluster as local
-from tools.cluster import objects
-from tools.engine import PROJECT
-from tools.project_copy import copy_project
+from testenv import cluster as local
+from testenv.cluster import objects
+from testenv.engine import PROJECT
+from testenv.project_copy import copy_project
 
 PASSPHRASE = "local-tier-passphrase"
 """Encrypts the stack config of a throwaway file backend; a real backend's secrets are the user's."""

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from tools.engine.pins import KUBERNETES_VERSION
+from testenv.engine.pins import KUBERNETES_VERSION
 
 MINIMUM_GO = (1, 26)
 HEARTBEAT_SECONDS = 30.0

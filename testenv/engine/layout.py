@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.engine.go import EngineError, go_version
-from tools.engine.pins import KWOK_STAGES, PROVIDER_BINARY, engine_key
+from testenv.engine.go import EngineError, go_version
+from testenv.engine.pins import KWOK_STAGES, PROVIDER_BINARY, engine_key
 
 
 def cache_home(environ: Mapping[str, str] = os.environ) -> Path:
@@ -61,7 +61,7 @@ def located(home: Path, environ: Mapping[str, str] = os.environ) -> Engine:
     engine = Engine(home / f"engine-{engine_key(go_version(environ))}")
     if not engine.is_complete():
         raise EngineError(
-            f"engine: the pinned tools are not built in {home} (run `make engine`: about 45 min "
+            f"engine: the pinned tools are not built in {home} (run `make engine`: about 25 min "
             "cold on 2 cores, seconds warm)"
         )
     return engine

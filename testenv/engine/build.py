@@ -10,9 +10,10 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from tools.engine.go import Builder, EngineError, elapsed, go_environment, go_version, say
-from tools.engine.layout import Engine
-from tools.engine.pins import (
+from testenv.engine.go import Builder, EngineError, elapsed, go_environment, go_version, say
+from testenv.engine.layout import Engine
+from testenv.engine.pins import (
+    ALL_TOOLS,
     KWOK_STAGES,
     KWOK_VERSION,
     LANGUAGE_EXEC,
@@ -23,6 +24,7 @@ from tools.engine.pins import (
     PROVIDER_SDK_VERSION,
     PROVIDER_VERSION,
     PULUMI_VERSION,
+    S3_SERVER,
     TOOLS,
     WRAPPERS,
     GoTool,
@@ -100,6 +102,14 @@ def build(
         out(f"engine: ready (cached) in {engine.root}")
         return engine
     started = time.monotonic()
+    missing = [
+        tool.name for tool in TOOLS if not (_slot(home, tool, version) / ".complete").is_file()
+    ]
+    if missing:
+        out(
+            f"engine: building {', '.join(missing)} from the Go module proxy into {home}: about "
+            "25 min the first time on 2 cores (40-50 beside other work), seconds afterwards"
+        )
     builder = Builder(home, go_environment(home, environ), out)
     built: dict[str, Path] = {}
     for tool in TOOLS:
@@ -126,7 +136,7 @@ def build_tools(
     """Only the named tools, each into its cached slot, without assembling an engine: a new tool
     can be built (and timed) while another build fills the other slots."""
     out = out or say
-    chosen = [tool for tool in TOOLS if tool.name in names]
+    chosen = [tool for tool in ALL_TOOLS if tool.name in names]
     if unknown := sorted(set(names) - {tool.name for tool in chosen}):
         raise EngineError(f"engine: no pinned tool named {', '.join(unknown)}")
     version = go_version(environ)
@@ -134,10 +144,25 @@ def build_tools(
     return {tool.name: _cached_tool(home, tool, version, builder) for tool in chosen}
 
 
+def s3_server(
+    home: Path, out: Callable[[str], None] | None = None, environ: Mapping[str, str] = os.environ
+) -> Path:
+    """SeaweedFS's `weed`, built into its slot if it is not there yet (`pins.S3_SERVER`)."""
+    return build_tools(home, [S3_SERVER.name], out, environ)[S3_SERVER.name]
+
+
+def _slot(home: Path, tool: GoTool, go: str) -> Path:
+    return home / "tools" / _slot_name(tool, go)
+
+
+def _slot_name(tool: GoTool, go: str) -> str:
+    return f"{tool.name}-{tool.version}-{tool.key(go)}"
+
+
 def _cached_tool(home: Path, tool: GoTool, go: str, builder: Builder) -> Path:
     return _cached_build(
         home,
-        f"{tool.name}-{tool.version}-{tool.key(go)}",
+        _slot_name(tool, go),
         tool.name,
         builder.out,
         functools.partial(build_tool, builder, tool),

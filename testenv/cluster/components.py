@@ -12,8 +12,8 @@ import socket
 from dataclasses import dataclass
 from pathlib import Path
 
-from tools.cluster.pki import Pki
-from tools.engine import Engine
+from testenv.cluster.pki import Pki
+from testenv.engine import Engine
 
 LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.96.0.0/16"
@@ -121,6 +121,6 @@ def kwok(engine: Engine, kubeconfig: Path, stages: Path) -> list[str]:
         # A status field of the fake nodes and pods only; nothing listens on it.
         f"--node-ip={LOOPBACK}",
         f"--cidr={POD_CIDR}",
-        # The Stages given here replace kwok's defaults (tools/cluster/objects.py brings them).
+        # The Stages given here replace kwok's defaults (testenv/cluster/objects.py brings them).
         f"--config={stages}",
     ]

@@ -1,6 +1,6 @@
 """Run a command in a network namespace of its own: its only interface is its own loopback.
 
-    python -m tools.netns -- COMMAND [ARG...]
+    python -m testenv.netns -- COMMAND [ARG...]
 
 `make real` runs the real tier this way. Everything the tier starts (the control plane, the
 `pulumi` CLI, its language host, provider and policy pack) then listens where nothing else on the
@@ -47,19 +47,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     if command[:1] == ["--"]:
         command = command[1:]
     if not command:
-        print("usage: python -m tools.netns -- COMMAND [ARG...]", file=sys.stderr)
+        print("usage: python -m testenv.netns -- COMMAND [ARG...]", file=sys.stderr)
         return 2
     if os.environ.get(INSIDE_ENV) == "inside":
         loopback_up()
         os.execvp(command[0], command)
     if not can_isolate():
         print(
-            "tools.netns: this machine allows no user network namespace; running "
+            "testenv.netns: this machine allows no user network namespace; running "
             f"{command[0]} on the machine's network (loopback only by configuration)",
             file=sys.stderr,
         )
         os.execvp(command[0], command)
-    inner = [sys.executable, "-m", "tools.netns", "--", *command]
+    inner = [sys.executable, "-m", "testenv.netns", "--", *command]
     os.execvpe(UNSHARE[0], [*UNSHARE, "--", *inner], os.environ | {INSIDE_ENV: "inside"})
 
 

@@ -1,4 +1,4 @@
-"""The one masker (`components.credentials`): a credential is masked by its shape, whatever
+"""The one masker (`common.credentials`): a credential is masked by its shape, whatever
 surrounds it, and ordinary text passes unchanged.
 
 The oracle is never the masker's own pattern: each case plants a canary (a random token made
@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.credentials import (
+from common.credentials import (
     MASK,
     credential_kind,
     credential_kind_in_bytes,

@@ -12,14 +12,14 @@ Every tool is cached under a key made of its pins, its wrapper module's files, t
 and the Go version, so a warm run only hashes files, and a changed pin rebuilds that tool alone.
 Stdlib only: `make engine` runs this before any virtualenv exists.
 
-    python -m tools.engine build       # build what is missing, print where the tools are
-    python -m tools.engine build weed  # only the named tools, into their slots; no engine assembled
-    python -m tools.engine env         # the shell exports of a built engine (PATH, PULUMI_HOME, ...)
+    python -m testenv.engine build       # build what is missing, print where the tools are
+    python -m testenv.engine build weed  # only the named tools, into their slots; no engine assembled
+    python -m testenv.engine env         # the shell exports of a built engine (PATH, PULUMI_HOME, ...)
 """
 
-from tools.engine.go import EngineError
-from tools.engine.layout import Engine, cache_home, located
-from tools.engine.pins import (
+from testenv.engine.go import EngineError
+from testenv.engine.layout import Engine, cache_home, located
+from testenv.engine.pins import (
     KUBERNETES_VERSION,
     PROJECT,
     PROVIDER_VERSION,

@@ -1,6 +1,6 @@
 """What the local cluster holds before any test or user touches it, and kwok's Stages.
 
-- the real DGD CRD, read from ../shared/reference/ (never copied into the project), its conversion
+- the real DGD CRD (`testenv.crd`: NVIDIA's file, never copied into the project), its conversion
   webhook replaced by `strategy: None`: the webhook's Service is the Dynamo operator's, which does
   not run here (both served versions then share one stored object, only relabelled);
 - GPU nodes that kwok keeps Ready: 8 `nvidia.com/gpu` each, the H200 product label, no taint (the
@@ -21,11 +21,9 @@ from typing import Any
 
 import yaml
 
-from tools.cluster.components import KWOK_NODE_SELECTOR
-from tools.crd_schema import load_crd
+from testenv.cluster.components import KWOK_NODE_SELECTOR
+from testenv.crd import load_crd
 
-REFERENCE = Path(__file__).resolve().parents[3] / "shared" / "reference"
-CRD_FILE = REFERENCE / "nvidia.com_dynamographdeployments.yaml"
 CONTEXT = "cosmos3-local"
 RWX_CLASS = "local-rwx"
 GPU_PRODUCT = "NVIDIA-H200"
@@ -50,10 +48,10 @@ def kubeconfig(server: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
     }
 
 
-def dgd_crd(path: Path = CRD_FILE) -> dict[str, Any]:
-    """The DGD CRD of `path` (the real one by default; `tools.validate --crd` gives the user's),
-    with no conversion webhook: no operator runs here to serve one."""
-    crd = load_crd(path)
+def dgd_crd(crd_file: Path) -> dict[str, Any]:
+    """The DGD CRD of `crd_file` (`testenv.crd.crd_path`), with no conversion webhook: no
+    operator runs here to serve one."""
+    crd = load_crd(crd_file)
     crd["spec"]["conversion"] = {"strategy": "None"}
     return crd
 

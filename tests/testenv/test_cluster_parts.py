@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools import cluster as local
-from tools.cluster import components, objects
-from tools.cluster.pki import Pki
-from tools.engine import Engine
+from testenv import cluster as local
+from testenv.cluster import components, objects
+from testenv.cluster.pki import Pki
+from testenv.crd import crd_path
+from testenv.engine import Engine
 
 ENGINE = Engine(Path("/engine"))
 PKI = Pki(Path("/pki"))
@@ -104,7 +105,7 @@ def test_kwoks_config_brings_back_its_own_stages_and_adds_the_graphs(tmp_path: P
 
 @pytest.mark.slow  # reads and compares the whole CRD: seconds
 def test_the_crd_is_the_reference_one_without_its_conversion_webhook() -> None:
-    crd = objects.dgd_crd()
+    crd = objects.dgd_crd(crd_path())
     assert crd["metadata"]["name"] == "dynamographdeployments.nvidia.com"
     assert crd["spec"]["conversion"] == {"strategy": "None"}
     assert {v["name"] for v in crd["spec"]["versions"]} == {"v1alpha1", "v1beta1"}

@@ -6,7 +6,7 @@ the message a second run gets. The kernel releases a flock when its owner dies, 
 locks nothing: the next run takes it over and says whose it was. The file is removed when the run
 ends; a run that finds the file replaced under it takes the new one instead.
 
-Standard library only. Used through `components.output_folders`, by every command that writes an
+Standard library only. Used through `common.output_folders`, by every command that writes an
 output folder.
 """
 

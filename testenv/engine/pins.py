@@ -90,14 +90,20 @@ TOOLS: tuple[GoTool, ...] = (
         for name in ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl")
     ),
     GoTool("kwok", KWOK_VERSION, "kwok", "sigs.k8s.io/kwok/cmd/kwok"),
-    GoTool(
-        "weed",
-        SEAWEEDFS_VERSION,
-        "seaweedfs",
-        "github.com/seaweedfs/seaweedfs/weed",
-        ("github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=7506e5f91cd6",),
-    ),
 )
+"""The engine: what `make lab` and the real tier's `pulumi` and cluster need, assembled in one
+folder."""
+
+S3_SERVER = GoTool(
+    "weed",
+    SEAWEEDFS_VERSION,
+    "seaweedfs",
+    "github.com/seaweedfs/seaweedfs/weed",
+    ("github.com/seaweedfs/seaweedfs/weed/util/version.COMMIT=7506e5f91cd6",),
+)
+"""SeaweedFS, the archive's real S3 server: the real tier's alone, so built apart from the
+engine (`make real` builds it, `make lab` never does; it alone takes 5 to 14 minutes cold)."""
+ALL_TOOLS = (*TOOLS, S3_SERVER)
 
 PROVIDER_BINARY = "pulumi-resource-kubernetes"
 # The script the language host runs (it ships in the CLI's own SDK module, not as Go code).

@@ -1,4 +1,4 @@
-"""The engine's build (tools/engine/) without building anything: pins, cache keys, progress and
+"""The engine's build (testenv/engine/) without building anything: pins, cache keys, progress and
 the one-line failures. The build itself runs in `make engine` and is used by the real tier."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tools.engine import build, go, pins
+from testenv.engine import build, go, pins
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -35,7 +35,7 @@ def test_the_wrapper_modules_require_the_pinned_versions() -> None:
 
 
 def test_seaweedfs_is_built_from_its_wrappers_tool_at_the_pinned_commit() -> None:
-    (weed,) = [tool for tool in pins.TOOLS if tool.name == "weed"]
+    weed = pins.S3_SERVER
     commit = pins.SEAWEEDFS_MODULE_VERSION.rsplit("-", 1)[1]
     assert f"\ntool {weed.package}\n" in go_mod("seaweedfs")
     assert weed.version_vars == (
@@ -100,7 +100,7 @@ def test_building_one_tool_fills_only_its_slot(
         dest.write_text("binary")
 
     monkeypatch.setattr(build, "build_tool", fake_build)
-    (weed,) = [tool for tool in pins.TOOLS if tool.name == "weed"]
+    weed = pins.S3_SERVER
 
     paths = build.build_tools(tmp_path, ["weed"], out=lambda _: None)
 
@@ -162,3 +162,10 @@ def test_a_failed_step_names_its_cause(tmp_path: Path, log: str, says: str) -> N
         builder.run("etcd build", [sys.executable, "-c", script], tmp_path)
     assert says in str(failed.value)
     assert "etcd build" in str(failed.value)
+
+
+def test_the_engine_never_holds_the_s3_server_which_the_real_tier_builds_apart() -> None:
+    """`make lab` builds the engine only; SeaweedFS (5-14 min cold) is the real tier's alone."""
+    assert pins.S3_SERVER.name == "weed"
+    assert "weed" not in {tool.name for tool in pins.TOOLS}
+    assert pins.S3_SERVER in pins.ALL_TOOLS

@@ -1,4 +1,4 @@
-"""`python -m tools.engine build | env | path` (see the package docstring)."""
+"""`python -m testenv.engine build | env | path` (see the package docstring)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from tools.engine import __doc__ as package_doc
-from tools.engine.build import build, build_tools
-from tools.engine.go import EngineError
-from tools.engine.layout import Engine, cache_home, located
+from testenv.engine import __doc__ as package_doc
+from testenv.engine.build import build, build_tools
+from testenv.engine.go import EngineError
+from testenv.engine.layout import Engine, cache_home, located
 
 
 def shell_exports(engine: Engine) -> str:
@@ -20,7 +20,7 @@ def shell_exports(engine: Engine) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m tools.engine", description=(package_doc or "").split("\n")[0]
+        prog="python -m testenv.engine", description=(package_doc or "").split("\n")[0]
     )
     parser.add_argument("command", choices=("build", "env", "path"))
     parser.add_argument(

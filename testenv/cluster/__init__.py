@@ -1,8 +1,8 @@
 """A local Kubernetes control plane for the real tier: the real API server, kwok for the nodes.
 
 `up` starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (the engine's
-pinned builds, tools/engine/), every one on 127.0.0.1 with fresh certificates and RBAC on, then
-installs what the recipe needs of a cluster (tools/cluster/objects.py) and returns once it is
+pinned builds, testenv/engine/), every one on 127.0.0.1 with fresh certificates and RBAC on, then
+installs what the recipe needs of a cluster (testenv/cluster/objects.py) and returns once it is
 usable: API server ready, the DGD CRD established, the GPU nodes Ready. It writes, in its folder:
 
     kubeconfig   context `cosmos3-local`, the admin client certificate
@@ -14,6 +14,10 @@ usable: API server ready, the DGD CRD established, the GPU nodes Ready. It write
 
 `down` stops what `up` started, by PID, and leaves nothing running. The same code is the real
 tier's pytest fixture (tests/real/conftest.py): one cluster per session.
+
+Over 300 lines: one lifecycle (claim the folder, start each component in order and wait for it,
+install what the recipe needs, write what a shell needs, stop by PID), whose steps share one
+record of what was started (`LocalCluster`); its objects and components are modules of their own.
 """
 
 from __future__ import annotations
@@ -30,9 +34,10 @@ from typing import Any
 
 import yaml
 
-from tools.cluster import components, objects, processes
-from tools.cluster.pki import make_pki
-from tools.engine import PROJECT, Engine
+from testenv.cluster import components, objects, processes
+from testenv.cluster.pki import make_pki
+from testenv.crd import crd_path, load_crd, schema_note
+from testenv.engine import PROJECT, Engine
 
 OWNER_MARK = ".cosmos3-local-cluster"
 """Written first into a cluster folder: `up` refuses a non-empty folder without it."""
@@ -125,18 +130,22 @@ def up(
     engine: Engine,
     die_with_parent: bool = False,
     say: Callable[[str], None] = print,
-    crd: Path = objects.CRD_FILE,
+    crd: Path | None = None,
     graph_stage: bool = True,
 ) -> LocalCluster:
-    """Start a cluster in `folder` and return once it is usable (see the module docstring); its
-    DGD CRD is read from `crd` (the real one of ../shared/reference/ by default). `graph_stage`
-    False leaves the graphs' status to another controller (the lab's) instead of kwok's Stage."""
+    """Start a cluster in `folder` and return once it is usable (see the module docstring), with
+    the DGD CRD `testenv.crd.crd_path(crd)` finds (missing: nothing starts; another version: a
+    warning through `say`). `graph_stage` False leaves the graphs' status to another controller
+    (the lab's) instead of kwok's Stage."""
     began = time.monotonic()
+    crd_file = crd_path(crd)
+    if note := schema_note(load_crd(crd_file), crd_file):
+        say(note)
     folder = folder.resolve()
     _claim_folder(folder)
     cluster = LocalCluster(folder, engine)
     try:
-        _start(cluster, die_with_parent, say, crd, graph_stage)
+        _start(cluster, die_with_parent, say, crd_file, graph_stage)
     except BaseException:
         cluster.down()
         raise
@@ -162,7 +171,7 @@ def attach(folder: Path, engine: Engine) -> LocalCluster:
 def _claim_folder(folder: Path) -> None:
     if folder.exists() and any(folder.iterdir()) and not (folder / OWNER_MARK).exists():
         raise ClusterError(
-            f"--out {folder} is not empty and was not made by `tools.cluster up`: give an empty "
+            f"--out {folder} is not empty and was not made by `testenv.cluster up`: give an empty "
             "or new folder (nothing in it is touched)"
         )
     state = folder / "cluster.json"
@@ -175,7 +184,7 @@ def _claim_folder(folder: Path) -> None:
         if running:
             raise ClusterError(
                 f"a cluster is already running from {folder} ({', '.join(running)}): "
-                f"`python -m tools.cluster down --out {folder}` first"
+                f"`python -m testenv.cluster down --out {folder}` first"
             )
     for stale_part in ("etcd", "pki", "cluster.json", "env.sh", "kubeconfig"):
         path = folder / stale_part
@@ -184,7 +193,7 @@ def _claim_folder(folder: Path) -> None:
         else:
             path.unlink(missing_ok=True)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / OWNER_MARK).write_text("made by python -m tools.cluster up\n")
+    (folder / OWNER_MARK).write_text("made by python -m testenv.cluster up\n")
 
 
 def _start(
@@ -290,7 +299,7 @@ def _write_env(cluster: LocalCluster) -> None:
     lines = [f'export PATH="{cluster.engine.bin}:$PATH"']
     lines += [f"export {name}={value}" for name, value in cluster.environment().items()]
     (cluster.folder / "env.sh").write_text(
-        "# The local cluster and the engine's tools; made by `python -m tools.cluster up`.\n"
+        "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
         + "\n".join(lines)
         + "\n"
     )

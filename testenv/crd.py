@@ -1,0 +1,160 @@
+"""The DynamoGraphDeployment CRD: NVIDIA's file, an input of the test environment, never copied in.
+
+The local control plane installs it (`testenv.cluster`), `tools.validate` judges every graph
+against it, `make lab` runs graphs under it. Where it is read from, the first that is given wins:
+
+1. the command's `--crd FILE` (`python -m testenv.cluster up`, `python -m tools.validate`,
+   `python -m lab ab`);
+2. `$COSMOS3_DGD_CRD`;
+3. `../shared/reference/nvidia.com_dynamographdeployments.yaml` beside the clone, where the
+   project's CI keeps it.
+
+A CRD that is not there stops the command at once, saying how to get one (`CrdMissing`). A CRD
+whose v1beta1 schema differs from the one the project was tested with is used, with a warning
+naming both (`schema_note`). `crd_path` and `schema_note` use the standard library only, so
+`make lab` checks the CRD before it builds or installs anything.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from common.input_files import InputFileError, read_text
+
+ENV = "COSMOS3_DGD_CRD"
+FILE_NAME = "nvidia.com_dynamographdeployments.yaml"
+DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "reference" / FILE_NAME
+GRAPH_GROUP = "nvidia.com"
+GRAPH_KIND = "DynamoGraphDeployment"
+GRAPH_VERSION = "v1beta1"
+CRD_NAME = "dynamographdeployments.nvidia.com"
+
+TESTED = (
+    "ai-dynamo/dynamo main at df7deed0 (2026-08-20), "
+    "deploy/operator/config/crd/bases/nvidia.com_dynamographdeployments.yaml"
+)
+TESTED_SCHEMA_SHA256 = "dae2d6b1e8a2fa6e06afe50a0081b979c0b7e04f3c524de762070d4ac37b4e50"
+"""sha256 of the tested CRD's v1beta1 `openAPIV3Schema`, as compact JSON with sorted keys: what
+`kubectl get crd ... -o yaml` of the same version holds too, whatever else it adds."""
+
+HOW_TO_GET = (
+    "get it from a cluster with the Dynamo platform installed: "
+    f"`kubectl get crd {CRD_NAME} -o yaml > dgd-crd.yaml`, or from Dynamo's repository "
+    f"(the project was tested with {TESTED}); then pass `--crd dgd-crd.yaml` or set "
+    f"{ENV}=dgd-crd.yaml"
+)
+
+
+class CrdError(ValueError):
+    """A CRD file that is missing, unreadable, or not the DynamoGraphDeployment's."""
+
+
+class CrdMissing(CrdError):
+    """No CRD where it was looked for; the message says how to get one."""
+
+
+def crd_path(given: Path | None = None, environ: Mapping[str, str] = os.environ) -> Path:
+    """The CRD to use: `given`, else `$COSMOS3_DGD_CRD`, else the one beside the clone."""
+    if given is not None:
+        where, path = "--crd", given
+    elif environ.get(ENV):
+        where, path = f"${ENV}", Path(environ[ENV])
+    else:
+        where, path = f"the default ({ENV} unset)", DEFAULT
+    if not path.is_file():
+        raise CrdMissing(f"no DynamoGraphDeployment CRD at {path} ({where}): {HOW_TO_GET}")
+    return path
+
+
+def load_crd(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any]:
+    """The whole DGD CRD from a file, as an API server can install it: its kind, name and spec
+    (what `kubectl get crd -o yaml` adds beside them, such as status and resourceVersion, goes).
+    Accepts a `kind: List` holding it too."""
+    for document in _documents(path):
+        if document.get("kind") == "CustomResourceDefinition":
+            version_schema(path, document, version)  # the DGD's, serving `version`
+            name = (document.get("metadata") or {}).get("name", CRD_NAME)
+            return {
+                "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
+                "kind": "CustomResourceDefinition",
+                "metadata": {"name": name},
+                "spec": dict(document["spec"]),
+            }
+    raise CrdError(
+        f"{path}: no whole CustomResourceDefinition {CRD_NAME} in it (the API server installs "
+        f"the whole CRD): {HOW_TO_GET}"
+    )
+
+
+def schema_note(crd: Mapping[str, Any], path: Path, version: str = GRAPH_VERSION) -> str | None:
+    """A warning when the CRD's schema is not the tested one (None when it is)."""
+    schema = version_schema(path, crd, version)
+    text = json.dumps(schema, sort_keys=True, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if digest == TESTED_SCHEMA_SHA256:
+        return None
+    return (
+        f"warning: the {GRAPH_KIND} CRD at {path} (its {version} schema sha256 {digest[:12]}) is "
+        f"not the one this project was tested with ({TESTED}, sha256 "
+        f"{TESTED_SCHEMA_SHA256[:12]}); using it"
+    )
+
+
+def version_schema(path: Path, crd: Mapping[str, Any], version: str) -> dict[str, Any]:
+    """The DGD's `openAPIV3Schema` for `version` in a CRD document."""
+    spec = crd.get("spec") or {}
+    if spec.get("group") != GRAPH_GROUP or (spec.get("names") or {}).get("kind") != GRAPH_KIND:
+        found = f"{(spec.get('names') or {}).get('kind')} in group {spec.get('group')}"
+        raise CrdError(f"{path}: the CRD defines {found}, not {GRAPH_KIND} in {GRAPH_GROUP}")
+    for served in spec.get("versions") or []:
+        if served.get("name") == version:
+            schema: dict[str, Any] = served["schema"]["openAPIV3Schema"]
+            return schema
+    names = [served.get("name") for served in spec.get("versions") or []]
+    raise CrdError(
+        f"{path}: the CRD serves {names}, not {version}: is the Dynamo operator too old?"
+    )
+
+
+def _documents(path: Path) -> Iterator[Mapping[str, Any]]:
+    import yaml  # not at the top: crd_path runs before any venv exists (`make lab`)
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    try:
+        text = read_text(path, "CRD file")
+        documents = [doc for doc in yaml.load_all(text, Loader=loader) if doc]
+    except InputFileError as error:  # missing, a directory or device, too big, binary
+        raise CrdError(f"cannot read a CRD: {error}") from None
+    except (yaml.YAMLError, RecursionError) as error:
+        raise CrdError(f"{path}: cannot read a CRD: {error}") from None
+    return _flatten_lists(documents)
+
+
+def _flatten_lists(documents: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    for document in documents:
+        if isinstance(document, Mapping) and document.get("kind") == "List":
+            yield from _flatten_lists(document.get("items") or [])
+        elif isinstance(document, Mapping):
+            yield document
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m testenv.crd [FILE]`: the CRD's path, or why there is none (exit 2)."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    try:
+        print(crd_path(Path(args[0]) if args else None))
+    except CrdMissing as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
