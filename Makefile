@@ -1,4 +1,4 @@
-# One-word entry points. `make lab` is the main job on this machine; `make test` is what CI runs;
+# One-word entry points. `make lab` runs the recipe's A/B on this machine; `make test` is what CI runs;
 # `make check` is the fast subset (static checks and every test that needs neither the lab nor the
 # real tier); `make engine` builds the real tier's tools (docs/engine.md).
 #
@@ -133,7 +133,7 @@ s3-server: python
 lab-setup:
 	bash lab/setup.sh
 
-# The main job: the A/B on this machine, through the program: a local cluster, `pulumi up` of each
+# The A/B on this machine, through the program: a local cluster, `pulumi up` of each
 # profile stack, the lab controller running each deployed graph (Dynamo frontend + mock workers),
 # smoke + AIPerf on each, the report in build/lab/ (lab/cluster_ab.py). `python -m lab ab --direct`
 # runs the graphs without the cluster and the engine.

@@ -35,7 +35,8 @@ from common.run_lock import LOCK_FILE, FolderInUse, RunLock, acquire
 MARKER_FILE = ".written-files.json"
 OWNERSHIP_FILES = frozenset({MARKER_FILE, LOCK_FILE})
 """The files a claim adds to a folder: never results, never archived."""
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
+from common import REPO_ROOT
+
 SHOWN_NAMES = 3
 
 _REASONS = {
@@ -144,8 +145,8 @@ def _claimable(
     """What the marker lists (or will list) when `writer` may claim `folder`; else raises."""
     where = f"{option} {folder}"
     resolved = folder.resolve()
-    if resolved == PROJECT_ROOT or resolved in PROJECT_ROOT.parents:
-        above = "" if resolved == PROJECT_ROOT else " or above it"
+    if resolved == REPO_ROOT or resolved in REPO_ROOT.parents:
+        above = "" if resolved == REPO_ROOT else " or above it"
         raise OutputFolderError(
             f"{where} is the project's own folder{above}: its files are not this command's to "
             "replace; write under build/ instead"

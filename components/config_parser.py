@@ -5,7 +5,7 @@ Every problem is reported at once: unknown keys, each value that breaks its rule
 across keys (run on the keys that did validate) and the secrets. A refusal shows a value only for
 a key outside `QUIET_KEYS`, and only when it is short; it never shows a secret.
 
-No Pulumi import: the offline render, the lab and the tests use it as-is.
+No Pulumi import: the program, the offline render and the tests use it.
 """
 
 from __future__ import annotations

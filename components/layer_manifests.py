@@ -1,6 +1,7 @@
 """Pure builders for the shared layer: namespace, secrets, model cache claim, model download Job.
 
-Settings in, plain Kubernetes objects (dicts) out; no Pulumi here. Secret values are parameters:
+Each component's small args model (`components.args`) in, plain Kubernetes objects (dicts) out;
+no Pulumi here. Secret values are parameters:
 the Pulumi components pass secret Outputs (the offline render masks them in what it writes).
 """
 

@@ -9,7 +9,8 @@ Each value is checked against the rule of the Kubernetes field it lands in
 (`components.k8s_values`), so config the program accepts is config the API server accepts. The
 checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others did not.
 
-This module has no Pulumi import: the offline render, the lab and the tests use it as-is.
+This module has no Pulumi import: the program, the offline render (through the program under
+Pulumi's mocks) and the tests use it.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from lab.environment import REPO_ROOT
+from common import REPO_ROOT
 from testenv.project_copy import copy_project
 
 TARGET_TOTAL_SECONDS = 600

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import REPO_ROOT
 from stages.errors import StageFailed
 from stages.local.run import LOOPBACK
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LAB_HOME = REPO_ROOT / os.environ.get("LAB_HOME", ".lab")
 """`LAB_HOME` (relative to the repository, as in setup.sh) moves the whole lab install."""
 MODEL_NAME = "tiny-llama"

@@ -41,9 +41,10 @@ from typing import Self
 
 import requests
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
-from lab.environment import MODEL_NAME, REPO_ROOT, LabInstall, dynamo_environment
+from lab.environment import MODEL_NAME, LabInstall, dynamo_environment
 from lab.frontend_command import FrontendCommand, listen_on
 from lab.pre_engine import start_delay_proxy
 from stages.errors import StageFailed

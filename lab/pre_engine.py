@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from lab.environment import REPO_ROOT
+from common import REPO_ROOT
 from stages.errors import StageFailed
 from stages.incluster.processes import GroupProcess, start_group_process
 

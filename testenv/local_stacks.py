@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.cluster import objects
-from testenv.engine import PROJECT
 from testenv.project_copy import copy_project
 
 PASSPHRASE = "local-tier-passphrase"
@@ -50,8 +50,8 @@ class LocalStacks:
         """A project copy in `workdir/project`, its venvs linked, a backend in `workdir/backend`."""
         project = copy_project(workdir / "project")
         # The program's and the policy pack's venvs, as `make venv policy-venv` made them.
-        (project / ".venv").symlink_to(PROJECT / ".venv")
-        (project / "policy" / "venv").symlink_to(PROJECT / "policy" / "venv")
+        (project / ".venv").symlink_to(REPO_ROOT / ".venv")
+        (project / "policy" / "venv").symlink_to(REPO_ROOT / "policy" / "venv")
         backend = workdir / "backend"
         home = workdir / "home"
         backend.mkdir()

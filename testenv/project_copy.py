@@ -11,10 +11,10 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from testenv.engine import PROJECT
+from common import REPO_ROOT
 
 
-def project_files(root: Path = PROJECT) -> list[str]:
+def project_files(root: Path = REPO_ROOT) -> list[str]:
     listed = subprocess.run(
         ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
         cwd=root,
@@ -24,7 +24,7 @@ def project_files(root: Path = PROJECT) -> list[str]:
     return [name for name in listed.split("\0") if name and (root / name).is_file()]
 
 
-def copy_project(destination: Path, root: Path = PROJECT) -> Path:
+def copy_project(destination: Path, root: Path = REPO_ROOT) -> Path:
     for name in project_files(root):
         target = destination / name
         target.parent.mkdir(parents=True, exist_ok=True)

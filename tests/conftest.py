@@ -18,37 +18,22 @@ import pytest
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
+from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools.mock_engine import ProgramRun
 from tools.offline import run_program, shared_layer_outputs
 from tools.stack_files import example_site_for, owns_layer
-
-NGC_KEY = "nvapi-" + "test-key-0123456789abcdefXYZ"
-"""A fake NGC key; tests search rendered objects, outputs and logs for it. Assembled at run time so
-that secret scanners of the repository do not report this test value."""
 
 
 @pytest.fixture(autouse=True)
 def fresh_pulumi_runtime() -> Iterator[None]:
     """A new event loop per test and no Pulumi runtime state carried from one test to the next."""
     loop = asyncio.new_event_loop()
-    loop.set_exception_handler(_quiet_about_aborted_programs)
+    loop.set_exception_handler(quiet_about_aborted_programs)
     asyncio.set_event_loop(loop)
     yield
     pulumi.runtime.reset_options()
     loop.close()
     asyncio.set_event_loop(None)
-
-
-def _quiet_about_aborted_programs(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
-    # A program a test expects to fail (a refused config) leaves registrations behind, pending or
-    # failed, whose cause the test has already asserted; anything else is reported as usual.
-    expected = (
-        "Future exception was never retrieved",
-        "Task exception was never retrieved",
-        "Task was destroyed but it is pending!",
-    )
-    if context.get("message") not in expected:
-        loop.default_exception_handler(context)
 
 
 @pytest.fixture

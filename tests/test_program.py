@@ -13,7 +13,7 @@ from pulumi import RunError
 from components.contract import StackOutputs
 from components.credentials_digest import credentials_digest
 from components.live import NoCluster
-from tests.conftest import NGC_KEY
+from tests.support import NGC_KEY
 from tools.mock_engine import MockCluster, ProgramRun
 from tools.offline import shared_layer_outputs
 from tools.stack_files import PROJECT, SHARED_STACK, SHIPPED_STACKS

@@ -29,11 +29,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from common import REPO_ROOT
 from testenv import cluster as local
-from testenv.engine import PROJECT, EngineError, cache_home, located
+from testenv.engine import EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
 
-GOLDEN_DIR = PROJECT / "manifests" / "engine"
+GOLDEN_DIR = REPO_ROOT / "manifests" / "engine"
 DIFF_STACK = "session-affinity"
 NEW_TTL = "120"
 DIFF_GOLDEN = GOLDEN_DIR / f"{DIFF_STACK}.preview-diff-ttl-{NEW_TTL}.txt"
@@ -107,7 +108,7 @@ def drift(files: dict[Path, str]) -> str:
     for path, text in files.items():
         committed = path.read_text() if path.exists() else ""
         if committed != text:
-            name = str(path.relative_to(PROJECT))
+            name = str(path.relative_to(REPO_ROOT))
             chunks += difflib.unified_diff(
                 committed.splitlines(True), text.splitlines(True), f"{name} (committed)", "engine"
             )
@@ -131,7 +132,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         GOLDEN_DIR.mkdir(exist_ok=True)
         for path, text in files.items():
             path.write_text(text)
-            print(f"wrote {path.relative_to(PROJECT)}")
+            print(f"wrote {path.relative_to(REPO_ROOT)}")
         return 0
     changed = drift(files)
     sys.stdout.write(changed or "manifests/engine/ matches the engine\n")

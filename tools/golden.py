@@ -19,10 +19,11 @@ from typing import Any
 
 import pulumi
 
+from common import REPO_ROOT
 from tools.render import render_files, render_stack, write_render
-from tools.stack_files import ROOT, SHIPPED_STACKS, example_site_for
+from tools.stack_files import SHIPPED_STACKS, example_site_for
 
-MANIFESTS = ROOT / "manifests"
+MANIFESTS = REPO_ROOT / "manifests"
 OUTPUTS_FILE = "outputs.json"
 WRITER = "python -m tools.golden"
 

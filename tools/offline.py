@@ -24,6 +24,7 @@ import pulumi
 from pulumi.runtime import rpc
 from pulumi.runtime.stack import massage
 
+from common import REPO_ROOT
 from components import live
 from components.credentials_digest import credentials_digest
 from components.settings import qualified_stack_name
@@ -31,7 +32,6 @@ from tools.mock_engine import CapturingMonitor, MockCluster, ProgramRun, Recordi
 from tools.stack_files import (
     ORGANIZATION,
     PROJECT,
-    ROOT,
     SECRET_PLACEHOLDER,
     SHARED_STACK,
     cli_config,
@@ -69,7 +69,7 @@ def run_program(
 
     @pulumi.runtime.test  # type: ignore[untyped-decorator]
     def program() -> pulumi.Output[Any]:
-        runpy.run_path(str(ROOT / "__main__.py"), run_name="__main__")
+        runpy.run_path(str(REPO_ROOT / "__main__.py"), run_name="__main__")
         exported = pulumi.runtime.settings.get_root_resource().outputs  # type: ignore[union-attr]
         secret_flags = {
             key: pulumi.Output.from_input(value.is_secret()) for key, value in exported.items()

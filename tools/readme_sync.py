@@ -3,7 +3,8 @@
 python -m tools.readme_sync          # rewrite the generated block in docs/configuration.md
 python -m tools.readme_sync --check  # exit 1 when docs/configuration.md is out of date
 
-(The name is older than the page: the table used to live in README.md.)
+The name is older than the page (the table used to live in README.md); `tools.config_reference`
+renders the table itself.
 """
 
 from __future__ import annotations

@@ -9,12 +9,11 @@ JSON, like the CLI sends them. Both files are read as the CLI reads them (`tools
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
+from common import REPO_ROOT
 from tools.cli_yaml import StackFileError, config_values, project_config
 
-ROOT = Path(__file__).resolve().parent.parent
 PROJECT = "cosmos3-nano-reasoner"
 SHIPPED_STACKS = ("dev", "shared", "round-robin", "session-affinity")
 ORGANIZATION = "organization"
@@ -40,15 +39,17 @@ def cli_value(value: Any) -> str:
 
 def declared_config() -> dict[str, Any]:
     """The `config:` block of Pulumi.yaml: declarations of this project, plain values of others."""
-    declared = project_config(ROOT / "Pulumi.yaml")
+    declared = project_config(REPO_ROOT / "Pulumi.yaml")
     if not declared:
-        raise StackFileError(f"{ROOT / 'Pulumi.yaml'} declares no config: it is not this project's")
+        raise StackFileError(
+            f"{REPO_ROOT / 'Pulumi.yaml'} declares no config: it is not this project's"
+        )
     return declared
 
 
 def stack_file_config(stack: str) -> dict[str, Any]:
     """`Pulumi.<stack>.yaml`'s config as the CLI hands it over (an empty file: no config)."""
-    return config_values(ROOT / f"Pulumi.{stack}.yaml")
+    return config_values(REPO_ROOT / f"Pulumi.{stack}.yaml")
 
 
 def qualified(key: str) -> str:

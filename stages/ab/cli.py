@@ -18,6 +18,7 @@ import threading
 from datetime import UTC, datetime
 from pathlib import Path
 
+from common import REPO_ROOT
 from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.orchestrator import run_ab as run_orchestrator
@@ -38,7 +39,6 @@ from stages.options import (
     workload_from_args,
 )
 
-PROJECT_DIR = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path("build/ab")
 REHEARSAL_BUCKET = "rehearsal-archives-nothing"
 
@@ -142,7 +142,7 @@ def ab_run(
 
 def run(args: argparse.Namespace) -> int:
     stacks = PulumiStacks(
-        work_dir=PROJECT_DIR,
+        work_dir=REPO_ROOT,
         say=say,
         organization=args.org,
         policy_packs=tuple(args.policy_pack),

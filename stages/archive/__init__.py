@@ -10,7 +10,7 @@ Key layout (one stage of one run; every name is a single path segment):
 - profile: the routing profile of the stack outputs the stage ran against;
 - run id: sortable, `YYYYMMDDTHHMMSSZ-<short commit>` unless given, so one pipeline run can store
   its smoke and its perf stage under the same id;
-- stage: `smoke` or `perf`.
+- stage: `smoke`, `perf` or `report`.
 
 `manifest.json` (a `RunRecord`) names the stack, profile, run id, stage, UTC time, git commit, the
 stack outputs the stage ran against and every stored file with its size and sha256. It is written
@@ -48,8 +48,10 @@ environment. Before uploading, every file is scanned for obvious secrets (privat
 key ids, NGC API keys, the value of any secret-named environment variable); a hit refuses the whole
 run, naming the file and the kind of secret, never the value.
 
-Modules: records (RunRecord), layout (location and keys), store (the bucket), scan (local files),
-push, listing, pull, orphans (incomplete runs), cli (`python -m stages archive`), report_inputs.
+Modules: records (RunRecord), layout (location and keys), store (the S3 bucket), directory_store
+(a local directory in its place), stores (the protocol both keep, and the choice between them),
+scan (local files), push, listing, pull, orphans (incomplete runs), errors, report_inputs (a report
+from archived runs), cli (`python -m stages archive`, its one entry point).
 """
 
 from stages.archive.errors import (

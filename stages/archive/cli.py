@@ -39,7 +39,7 @@ from stages.archive.records import SEGMENT_PATTERN, RunRecord, Stage
 from stages.errors import EXIT_USAGE
 from stages.parsers import add_subcommands
 
-PROG = "python -m stages.archive"
+PROG = "python -m stages archive"
 DESCRIPTION = "Store stage results in S3 by stack, profile and run; list and download them."
 PROFILES = [profile.value for profile in RoutingProfile]
 STAGES = [stage.value for stage in Stage]

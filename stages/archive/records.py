@@ -23,7 +23,8 @@ from components.contract import StackOutputs
 from components.routing import RoutingProfile
 
 UNKNOWN_COMMIT = "unknown"
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+from common import REPO_ROOT
+
 SEGMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 Segment = Annotated[str, StringConstraints(pattern=SEGMENT_PATTERN)]
@@ -123,7 +124,7 @@ def new_run_id(created_at: datetime, commit: str) -> str:
     return stamp if commit == UNKNOWN_COMMIT else f"{stamp}-{commit[:7]}"
 
 
-def current_commit(repo_dir: Path = PROJECT_ROOT) -> str:
+def current_commit(repo_dir: Path = REPO_ROOT) -> str:
     """`git rev-parse HEAD` of the project, or `unknown` outside a git checkout."""
     try:
         result = subprocess.run(

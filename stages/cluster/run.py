@@ -101,7 +101,7 @@ class ClusterOptions:
             tokenizer_check=True,
         )
         try:
-            run_id = manifests.check_run_id(self.run_id or new_run_id())
+            run_id = manifests.check_run_id(self.run_id or new_job_run_id())
         except ValueError as error:
             raise UsageError(f"--run-id: {error}") from None
         return JobSettings(
@@ -113,7 +113,7 @@ class ClusterOptions:
         )
 
 
-def new_run_id() -> str:
+def new_job_run_id() -> str:
     """`20261130T184200Z-3f9a1c`: sortable, unique, and a valid label value."""
     return f"{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{uuid.uuid4().hex[:6]}"
 

@@ -38,7 +38,7 @@ class PodFailure(RuntimeError):
     """The pod cannot pass; the message is the reason printed as the pod's verdict."""
 
 
-class FrontendNotReady(PodFailure):
+class PodFrontendNotReady(PodFailure):
     """The frontend did not list the served model within the wait."""
 
 
@@ -81,7 +81,7 @@ def wait_for_model(
         except (OSError, ValueError) as error:
             last = f"{type(error).__name__}: {error}"
         if time.monotonic() + interval > deadline:
-            raise FrontendNotReady(
+            raise PodFrontendNotReady(
                 f"{models_url} did not list {model} within {timeout_seconds:.0f} s ({last})"
             )
         time.sleep(interval)
@@ -198,7 +198,7 @@ def run_pod_program(
     except KeyboardInterrupt:
         say(f"{failed} interrupted; everything the program started was stopped")
         return EXIT_INTERRUPTED
-    except FrontendNotReady as error:
+    except PodFrontendNotReady as error:
         say(f"{FRONTEND_NOT_READY} {error}")
         return EXIT_FRONTEND_NOT_READY
     except PodFailure as error:

@@ -34,10 +34,11 @@ from typing import Any
 
 import yaml
 
+from common import REPO_ROOT
 from testenv.cluster import components, objects, processes
 from testenv.cluster.pki import make_pki
 from testenv.crd import crd_path, load_crd, schema_note
-from testenv.engine import PROJECT, Engine
+from testenv.engine import Engine
 
 OWNER_MARK = ".cosmos3-local-cluster"
 """Written first into a cluster folder: `up` refuses a non-empty folder without it."""
@@ -73,7 +74,7 @@ class LocalCluster:
         env = self.engine.environment()
         env.update(
             KUBECONFIG=str(self.kubeconfig),
-            PULUMI_PYTHON_CMD=str(PROJECT / ".venv" / "bin" / "python"),
+            PULUMI_PYTHON_CMD=str(REPO_ROOT / ".venv" / "bin" / "python"),
             CLUSTER_CONTEXT=objects.CONTEXT,
             CLUSTER_RWX_CLASS=objects.RWX_CLASS,
         )

@@ -21,14 +21,12 @@ from testenv.engine.go import EngineError
 from testenv.engine.layout import Engine, cache_home, located
 from testenv.engine.pins import (
     KUBERNETES_VERSION,
-    PROJECT,
     PROVIDER_VERSION,
     PULUMI_VERSION,
 )
 
 __all__ = [
     "KUBERNETES_VERSION",
-    "PROJECT",
     "PROVIDER_VERSION",
     "PULUMI_VERSION",
     "Engine",

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-PROJECT = Path(__file__).resolve().parents[2]
-WRAPPERS = PROJECT / "engine"
+from common import REPO_ROOT
+
+WRAPPERS = REPO_ROOT / "engine"
 
 # Bump when a build step changes in a way the pins and wrapper files do not show (rebuilds every
 # tool), or when the assembly of an engine from the built tools changes (cheap: no rebuild).

@@ -24,9 +24,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common import REPO_ROOT
 from common.output_folders import (
     MARKER_FILE,
-    PROJECT_ROOT,
     OutputFolderError,
     claimed_folder,
 )
@@ -133,8 +133,8 @@ def test_a_writer_never_changes_a_file_it_did_not_write(
 @pytest.mark.parametrize(
     ("where", "message"),
     [
-        (lambda tmp: PROJECT_ROOT, "is the project's own folder"),
-        (lambda tmp: PROJECT_ROOT.parent, "is the project's own folder or above it"),
+        (lambda tmp: REPO_ROOT, "is the project's own folder"),
+        (lambda tmp: REPO_ROOT.parent, "is the project's own folder or above it"),
         (lambda tmp: Path("/"), "is the project's own folder or above it"),
         (lambda tmp: tmp / "a-file", "is a file, not a folder"),
         (lambda tmp: tmp / "a-file" / "below", "cannot write there"),
@@ -237,7 +237,7 @@ HOLDER = textwrap.dedent(
 def hold(folder: Path) -> subprocess.Popen[str]:
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER, str(folder)],
-        cwd=PROJECT_ROOT,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )

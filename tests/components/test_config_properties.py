@@ -45,7 +45,7 @@ from components.layer_manifests import (
 from components.recipe import cache_args, download_args, graph_args, namespace_args, own_layer
 from components.settings import PROJECT, StackSettings, qualified_stack_name
 from tests.components.test_settings import LEGAL_EDGES, TESTERS_ACCEPTED_BUT_INVALID
-from tests.conftest import NGC_KEY, _quiet_about_aborted_programs
+from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools import offline
 from tools.mock_engine import ProgramRun
 from tools.render import rendered_objects
@@ -484,7 +484,7 @@ def recording() -> Iterator[list[ProgramRun]]:
 def run_config(stack: str, overrides: dict[str, Any]) -> tuple[ProgramRun, pulumi.RunError | None]:
     """Run the program on a fresh runtime; the run and, when it refused, the RunError."""
     loop = asyncio.new_event_loop()
-    loop.set_exception_handler(_quiet_about_aborted_programs)
+    loop.set_exception_handler(quiet_about_aborted_programs)
     asyncio.set_event_loop(loop)
     shared = overrides.get("sharedStack", "shared")
     image = {"workerImage": overrides["workerImage"]} if "workerImage" in overrides else {}

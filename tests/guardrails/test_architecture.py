@@ -17,7 +17,7 @@ from pathlib import Path
 import grimp
 import pytest
 
-from tools.stack_files import ROOT
+from common import REPO_ROOT
 
 PACKAGES = ("common", "components", "stages", "lab", "testenv", "tools", "policy")
 MAX_MODULE_LINES = 300
@@ -42,14 +42,14 @@ def lint_imports(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.slow
 def test_every_import_contract_is_kept() -> None:
-    result = lint_imports(ROOT)
+    result = lint_imports(REPO_ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
 @pytest.mark.slow
 def test_a_back_arrow_breaks_a_contract(tmp_path: Path) -> None:
     for name in (*PACKAGES, ".importlinter"):
-        source = ROOT / name
+        source = REPO_ROOT / name
         if source.is_dir():
             shutil.copytree(source, tmp_path / name, ignore=shutil.ignore_patterns("venv"))
         else:
@@ -100,7 +100,7 @@ def strongly_connected(graph: grimp.ImportGraph) -> list[set[str]]:
 
 
 def test_no_import_cycle_anywhere(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.syspath_prepend(str(ROOT))
+    monkeypatch.syspath_prepend(str(REPO_ROOT))
     graph = grimp.build_graph(*PACKAGES, cache_dir=None)
 
     assert strongly_connected(graph) == []
@@ -140,7 +140,7 @@ def too_long(root: Path, packages: tuple[str, ...]) -> dict[str, int]:
 
 
 def test_no_module_over_300_lines_outside_tests_without_a_reason() -> None:
-    assert too_long(ROOT, PACKAGES) == {}
+    assert too_long(REPO_ROOT, PACKAGES) == {}
 
 
 def test_a_long_module_without_a_reason_fails(tmp_path: Path) -> None:

@@ -28,13 +28,14 @@ from pulumi_policy import (
 )
 from pulumi_policy.proxy import unknown_checking_proxy
 
+from common import REPO_ROOT
 from policy import rules
-from tests.conftest import NGC_KEY
+from tests.support import NGC_KEY
 from tools.mock_engine import ProgramRun, Registered
-from tools.stack_files import ROOT, SHIPPED_STACKS
+from tools.stack_files import SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]
-POLICY_DIR = ROOT / "policy"
+POLICY_DIR = REPO_ROOT / "policy"
 
 
 def seconds(duration: str | None) -> float:
@@ -385,7 +386,7 @@ def test_pack_starts_the_way_the_cli_runs_it() -> None:
     """`python policy/` with the policy directory first on sys.path: it serves on a port."""
     process = subprocess.Popen(
         [sys.executable, "-u", str(POLICY_DIR)],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -405,7 +406,7 @@ def test_project_file_and_requirements_fit_the_cli() -> None:
     assert project["runtime"]["options"]["virtualenv"] == "venv"
     pins = _pins(POLICY_DIR / "requirements.txt")
     assert pins["pulumi-policy"] == "1.21.0"
-    program_pins = _pins(ROOT / "requirements.txt")
+    program_pins = _pins(REPO_ROOT / "requirements.txt")
     assert {name: pins[name] for name in pins.keys() & program_pins.keys()} == {
         name: program_pins[name] for name in pins.keys() & program_pins.keys()
     }, "the pack's venv and the program's venv must agree on shared packages"

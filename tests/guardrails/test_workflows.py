@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 import yaml
 
+from common import REPO_ROOT
 from testenv.engine import PULUMI_VERSION
-from tools.stack_files import ROOT, SHIPPED_STACKS
+from tools.stack_files import SHIPPED_STACKS
 
-WORKFLOWS = ROOT / ".github" / "workflows"
+WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
 ZIZMOR = Path(sys.executable).parent / "zizmor"
 PULUMI_ACTION = re.compile(r"^pulumi/actions@(v\d+\.\d+\.\d+|[0-9a-f]{40})$")
@@ -47,7 +48,7 @@ def actionlint(cwd: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_actionlint_finds_nothing() -> None:
-    result = actionlint(ROOT)
+    result = actionlint(REPO_ROOT)
     assert result.returncode == 0, result.stdout + result.stderr
 
 
@@ -55,7 +56,7 @@ def zizmor(workflows: Path) -> subprocess.CompletedProcess[str]:
     """zizmor's audits, offline (no GitHub API), with the repository's settings: `workflows` is
     the folder .github/workflows or one workflow file."""
     command = [str(ZIZMOR), "--offline", "--no-progress", "--config",
-               str(ROOT / ".github" / "zizmor.yml"), str(workflows)]  # fmt: skip
+               str(REPO_ROOT / ".github" / "zizmor.yml"), str(workflows)]  # fmt: skip
     return subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -222,7 +223,7 @@ def test_a_profile_preview_waits_for_a_deployed_shared_layer_and_says_why() -> N
 
 def test_stack_files_name_the_shared_stack_by_its_short_name() -> None:
     for stack in ("round-robin", "session-affinity"):
-        config = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
+        config = yaml.safe_load((REPO_ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]
         assert config["cosmos3-nano-reasoner:sharedStack"] == "shared"
 
 
@@ -239,7 +240,7 @@ def test_the_site_config_script_sets_the_key_through_stdin(tmp_path: Path) -> No
         "MODEL_CACHE_STORAGE_CLASS": "rwx",
         "NGC_API_KEY": secret,
     }
-    script = str(ROOT / "scripts" / "site-config.sh")
+    script = str(REPO_ROOT / "scripts" / "site-config.sh")
 
     for stack in ("acme/cosmos3-nano-reasoner/shared", "acme/cosmos3-nano-reasoner/round-robin"):
         subprocess.run([script, stack], env=env, check=True, stdin=subprocess.DEVNULL)

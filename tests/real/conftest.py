@@ -20,10 +20,11 @@ from pathlib import Path
 import pytest
 
 import testenv
+from common import REPO_ROOT
 from testenv import cluster as local
-from testenv.engine import PROJECT, Engine, EngineError, cache_home, located
+from testenv.engine import Engine, EngineError, cache_home, located
 from testenv.local_stacks import LocalStacks
-from tests.conftest import NGC_KEY
+from tests.support import NGC_KEY
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 MIN_FREE_VOLUMES = 4
@@ -42,7 +43,7 @@ def engine() -> Engine:
 def local_cluster(
     engine: Engine, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[local.LocalCluster]:
-    for venv in (PROJECT / ".venv", PROJECT / "policy" / "venv"):
+    for venv in (REPO_ROOT / ".venv", REPO_ROOT / "policy" / "venv"):
         if not (venv / "bin" / "python").exists():
             pytest.fail(f"the real tier needs {venv}: run `make venv policy-venv`")
     folder = tmp_path_factory.mktemp("cluster")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from testenv.engine import PROJECT
+from common import REPO_ROOT
 
-README = PROJECT / "README.md"
+README = REPO_ROOT / "README.md"
 _FENCE = re.compile(r"^```(\w*)\s*$")
 
 

@@ -16,9 +16,9 @@ import re
 
 import yaml
 
+from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.cluster import objects
-from testenv.engine import PROJECT
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.conftest import LAYER_SECRETS
 
@@ -30,7 +30,7 @@ def deployed_by_kubectl(cluster: local.LocalCluster) -> None:
     """The recipe's objects as a user following it would have them: applied with kubectl, with
     their own download Job (another command) and a label of their own on the graph."""
     for stack in ("shared", "round-robin"):
-        for path in sorted((PROJECT / "manifests" / stack).glob("*.yaml")):
+        for path in sorted((REPO_ROOT / "manifests" / stack).glob("*.yaml")):
             manifest = yaml.safe_load(path.read_text())
             manifest.get("metadata", {}).pop("annotations", None)  # kubectl's, not Pulumi's
             if manifest["kind"] == "PersistentVolumeClaim":

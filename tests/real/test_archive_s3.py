@@ -33,6 +33,7 @@ import pytest
 from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
 
+from common import REPO_ROOT
 from components.routing import RoutingProfile
 from stages.archive import ArchiveConflictError, ArchiveLocation
 from stages.archive.cli import main as archive_cli
@@ -40,7 +41,7 @@ from stages.archive.store import Bucket
 from stages.cli import main as stages_cli
 from testenv.cluster import processes
 from testenv.cluster.components import LOOPBACK, free_port
-from testenv.engine import PROJECT, Engine, cache_home
+from testenv.engine import Engine, cache_home
 from testenv.engine.build import s3_server
 from tests.real.listening import listening
 from tests.stages.archive.helpers import make_results, recorded_puts, tree
@@ -315,7 +316,7 @@ def test_wrong_credentials_are_refused_without_showing_the_secret(
                *push_args(tmp_path, location, results, "denied")]  # fmt: skip
 
     done = subprocess.run(
-        command, cwd=PROJECT, env=env, capture_output=True, text=True, check=False, timeout=120
+        command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=False, timeout=120
     )
 
     assert done.returncode == 1, done.stderr

@@ -16,16 +16,16 @@ from typing import Any
 import pytest
 import yaml
 
+from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.cluster import processes
-from testenv.engine import PROJECT
 from tests.real.listening import listening
 
 
 def cluster_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "testenv.cluster", *args],
-        cwd=PROJECT,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -110,7 +110,7 @@ def test_an_interrupted_up_leaves_nothing_running(tmp_path: Path, signum: signal
     folder = tmp_path / "cluster"
     up = subprocess.Popen(
         [sys.executable, "-m", "testenv.cluster", "up", "--out", str(folder)],
-        cwd=PROJECT,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -135,7 +135,10 @@ def test_a_killed_test_process_takes_its_cluster_with_it(tmp_path: Path) -> None
         "print('up', flush=True); time.sleep(600)"
     )
     holder = subprocess.Popen(
-        [sys.executable, "-c", program, str(folder)], cwd=PROJECT, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", program, str(folder)],
+        cwd=REPO_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout is not None
     lines = iter(holder.stdout.readline, "")
@@ -149,7 +152,7 @@ def test_a_killed_test_process_takes_its_cluster_with_it(tmp_path: Path) -> None
 def test_a_graph_is_ready_for_its_current_generation(local_cluster: local.LocalCluster) -> None:
     # The dev stack's graph as the program renders it (manifests/dev/), under another name.
     graph = yaml.safe_load(
-        next((PROJECT / "manifests" / "dev").glob("*dynamographdeployment*")).read_text()
+        next((REPO_ROOT / "manifests" / "dev").glob("*dynamographdeployment*")).read_text()
     )
     graph["metadata"] = {"name": "probe", "namespace": "default"}
     try:

@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from common import REPO_ROOT
 from stages.archive import ArchiveLocation, list_runs
-from testenv.engine import PROJECT
 from tests.real.conftest import wait_until
 from tests.real.listening import reachable_off_loopback, tree_listening
 
@@ -61,7 +61,7 @@ def left_running(out: Path) -> list[str]:
 
 def test_the_ab_runs_what_pulumi_up_deployed_and_leaves_nothing_running(tmp_path: Path) -> None:
     out = tmp_path / "lab"
-    project_on_path = os.environ | {"PYTHONPATH": str(PROJECT)}
+    project_on_path = os.environ | {"PYTHONPATH": str(REPO_ROOT)}
 
     ab = subprocess.run(  # `--out lab`, relative, like `make lab`'s default build/lab
         lab_ab(Path("lab")),
@@ -121,7 +121,7 @@ def test_a_failed_profile_leaves_nothing_running_and_nothing_listened_beyond_loo
 ) -> None:
     out = tmp_path / "lab"
     lab = subprocess.Popen(
-        lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        lab_ab(out), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = serving(lab)
     held = tree_listening(lab.pid)
@@ -143,7 +143,7 @@ def test_a_failed_profile_leaves_nothing_running_and_nothing_listened_beyond_loo
 def test_ctrl_c_during_a_deployment_stops_the_graphs_and_the_cluster(tmp_path: Path) -> None:
     out = tmp_path / "lab"
     lab = subprocess.Popen(
-        lab_ab(out), cwd=PROJECT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        lab_ab(out), cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     lines = serving(lab)
     time.sleep(2)

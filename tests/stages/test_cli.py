@@ -13,11 +13,10 @@ import pytest
 
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from lab.standin import VideoStandIn
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.cli import main
-from stages.local.run import LocalTools
 from tests.stages.conftest import FIXTURES, lab_outputs_for
+from tests.support import LOCAL_TOOLS
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,14 +36,7 @@ def test_every_stage_has_help(stage: str) -> None:
     assert result.stdout.startswith(f"usage: python -m stages {stage}")
 
 
-LOCAL = LocalTools(
-    aiperf=Path("/opt/aiperf/bin/aiperf"),
-    tokenizer="tok",
-    media_for=lambda workload: VideoStandIn(workload.prefix_tokens),
-    default_workload=LAB_WORKLOAD,
-    recipe_workload=LAB_RECIPE_WORKLOAD,
-    ffmpeg="/usr/bin/ffmpeg",
-)
+LOCAL = LOCAL_TOOLS
 
 
 def write_outputs(outputs: StackOutputs, path: Path) -> Path:

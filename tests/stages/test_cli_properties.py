@@ -29,7 +29,7 @@ from stages.cluster import run as cluster_run
 from stages.errors import EXIT_STATUSES
 from tests.stages.cluster.fakes import FakeCluster, cluster_outputs, succeeded
 from tests.stages.conftest import lab_outputs_for
-from tests.stages.test_cli import LOCAL
+from tests.support import LOCAL_TOOLS as LOCAL
 
 pytestmark = pytest.mark.slow  # every test here runs hundreds of command lines (hypothesis)
 STATUSES = {code for code, _ in EXIT_STATUSES}

@@ -24,7 +24,7 @@ from stages import cli, targets
 from stages.errors import EXIT_STATUSES
 from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.conftest import FIXTURES
-from tests.stages.test_cli import LOCAL
+from tests.support import LOCAL_TOOLS as LOCAL
 from tests.tally import flag, run_command, texts_below
 
 # Hundreds of generated hostile cases (issue 20), each a whole command: seconds in all.

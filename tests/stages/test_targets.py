@@ -25,7 +25,7 @@ from stages.local.run import LocalTools
 from stages.targets import ClusterTarget, LocalTarget, StageTarget, stage_target
 from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.conftest import FIXTURES, lab_outputs_for
-from tests.stages.test_cli import LOCAL
+from tests.support import LOCAL_TOOLS as LOCAL
 
 RR = RoutingProfile.ROUND_ROBIN
 OPTIONS = ClusterOptions(image="registry.example/stages:1", run_id="run-7")

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common import REPO_ROOT
 from common.input_files import InputFileError
 from tests.tally import record
 from tools import stack_files
@@ -123,7 +124,7 @@ def test_secure_values_stay_as_the_cli_keeps_them(tmp_path: Path) -> None:
 
 
 def test_the_project_file_keeps_typed_defaults() -> None:
-    declared = project_config(stack_files.ROOT / "Pulumi.yaml")
+    declared = project_config(REPO_ROOT / "Pulumi.yaml")
     assert declared["createNamespace"]["default"] is True
     assert declared["workerReplicas"]["default"] == 8
 
@@ -176,11 +177,11 @@ def test_the_render_refuses_a_broken_stack_file_naming_it(
 ) -> None:
     from tools import render
 
-    (tmp_path / "Pulumi.yaml").write_bytes((stack_files.ROOT / "Pulumi.yaml").read_bytes())
+    (tmp_path / "Pulumi.yaml").write_bytes((REPO_ROOT / "Pulumi.yaml").read_bytes())
     (tmp_path / "Pulumi.dev.yaml").write_text(
         "config:\n  cosmos3-nano-reasoner:namespace: on\n  x: [\n"
     )
-    monkeypatch.setattr(stack_files, "ROOT", tmp_path)
+    monkeypatch.setattr(stack_files, "REPO_ROOT", tmp_path)
 
     assert render.main(["--stack", "dev", "--example-site", "--out", str(tmp_path / "r")]) == 2
     record(FAMILY)
@@ -191,8 +192,8 @@ def test_the_render_refuses_a_broken_stack_file_naming_it(
 def test_namespace_on_is_the_text_on_and_renders_as_such(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (tmp_path / "Pulumi.yaml").write_bytes((stack_files.ROOT / "Pulumi.yaml").read_bytes())
+    (tmp_path / "Pulumi.yaml").write_bytes((REPO_ROOT / "Pulumi.yaml").read_bytes())
     (tmp_path / "Pulumi.dev.yaml").write_text("config:\n  cosmos3-nano-reasoner:namespace: on\n")
-    monkeypatch.setattr(stack_files, "ROOT", tmp_path)
+    monkeypatch.setattr(stack_files, "REPO_ROOT", tmp_path)
 
     assert stack_files.cli_config("dev")[KEY] == "on"

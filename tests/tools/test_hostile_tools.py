@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from components import k8s_values as k8s
-from tests.conftest import _quiet_about_aborted_programs
+from tests.support import quiet_about_aborted_programs
 from tests.tally import flag, record, run_command, texts_below
 from tools import golden, layer_ready, render, validate
 
@@ -48,7 +48,7 @@ def quiet_aborted_programs(monkeypatch: pytest.MonkeyPatch) -> None:
 
     def quiet() -> asyncio.AbstractEventLoop:
         loop = new_event_loop()
-        loop.set_exception_handler(_quiet_about_aborted_programs)
+        loop.set_exception_handler(quiet_about_aborted_programs)
         return loop
 
     monkeypatch.setattr(asyncio, "new_event_loop", quiet)

@@ -1,0 +1,41 @@
+"""What tests share beyond fixtures: test values and helpers that several test modules import.
+
+Test modules import these from here, never from `conftest.py` or from one another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from lab.standin import VideoStandIn
+from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from stages.local.run import LocalTools
+
+NGC_KEY = "nvapi-" + "test-key-0123456789abcdefXYZ"
+"""A fake NGC key; tests search rendered objects, outputs and logs for it. Assembled at run time so
+that secret scanners of the repository do not report this test value."""
+
+LOCAL_TOOLS = LocalTools(
+    aiperf=Path("/opt/aiperf/bin/aiperf"),
+    tokenizer="tok",
+    media_for=lambda workload: VideoStandIn(workload.prefix_tokens),
+    default_workload=LAB_WORKLOAD,
+    recipe_workload=LAB_RECIPE_WORKLOAD,
+    ffmpeg="/usr/bin/ffmpeg",
+)
+"""The lab's tools as a stage's local target sees them, at paths no test runs."""
+
+
+def quiet_about_aborted_programs(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """An event loop's exception handler for Pulumi programs a test expects to fail (a refused
+    config): they leave registrations behind, pending or failed, whose cause the test has already
+    asserted; anything else is reported as usual."""
+    expected = (
+        "Future exception was never retrieved",
+        "Task exception was never retrieved",
+        "Task was destroyed but it is pending!",
+    )
+    if context.get("message") not in expected:
+        loop.default_exception_handler(context)
