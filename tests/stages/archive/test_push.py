@@ -23,6 +23,7 @@ from stages.archive import (
     list_runs,
     resume_run,
 )
+from tests.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 from tests.stages.archive.helpers import (
     RESULT_FILES,
     bucket_keys,
@@ -32,7 +33,6 @@ from tests.stages.archive.helpers import (
     stored_files,
     tree,
 )
-from tests.stages.conftest import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 
 RUN = "round-robin/round-robin/run-1/perf"
 BASE = f"cosmos3-nano-reasoner/{RUN}"

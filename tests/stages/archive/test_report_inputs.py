@@ -1,7 +1,7 @@
 """`python -m stages report --archive-bucket ...`: the A/B report from archived perf runs.
 
-Against moto's S3 server on loopback (started once for the module), with a hermetic AWS
-environment, as the other archive tests. The archived runs hold the real fixture
+Against the S3 server of tests/s3.py (SeaweedFS on loopback), with a hermetic AWS environment,
+as the other archive tests. The archived runs hold the real fixture
 results, pushed the way a pipeline pushes a perf stage's output directory.
 """
 
@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,6 @@ from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.conftest import FIXTURES
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
-
-
-@pytest.fixture
-def location(endpoint: str) -> ArchiveLocation:
-    bucket = f"reports-{uuid.uuid4().hex[:12]}"
-    boto3.client("s3", endpoint_url=endpoint).create_bucket(Bucket=bucket)
-    return ArchiveLocation(bucket=bucket, endpoint_url=endpoint)
 
 
 def push_perf_run(

@@ -11,8 +11,8 @@ import pytest
 
 from components.routing import RoutingProfile
 from stages.archive import ArchiveError, ArchiveLocation, archive_run, list_runs
+from tests.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 from tests.stages.archive.helpers import make_results, record_for
-from tests.stages.conftest import ACCESS_KEY_ID, SECRET_ACCESS_KEY
 
 
 def test_missing_bucket_is_named_with_a_fix(tmp_path: Path, endpoint: str) -> None:
@@ -34,16 +34,13 @@ def test_missing_bucket_is_named_with_a_fix(tmp_path: Path, endpoint: str) -> No
 
 
 def test_bad_credentials_are_reported_without_the_secret(
-    tmp_path: Path,
-    location: ArchiveLocation,
-    moto_auth: dict[str, str],
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, location: ArchiveLocation, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     results = make_results(tmp_path / "results")
     wrong_secret = "wrong-secret-for-a-real-key-id"
     cases = {
-        "InvalidAccessKeyId": (ACCESS_KEY_ID, SECRET_ACCESS_KEY),
-        "SignatureDoesNotMatch": (moto_auth["id"], wrong_secret),
+        "InvalidAccessKeyId": ("not-" + ACCESS_KEY_ID, SECRET_ACCESS_KEY),
+        "SignatureDoesNotMatch": (ACCESS_KEY_ID, wrong_secret),
     }
     for code, (key_id, secret) in cases.items():
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", key_id)
@@ -56,7 +53,8 @@ def test_bad_credentials_are_reported_without_the_secret(
         assert "AWS_ACCESS_KEY_ID" in message
         assert secret not in message
 
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", moto_auth["secret"])
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", ACCESS_KEY_ID)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", SECRET_ACCESS_KEY)
     archive_run(results, record_for(RoutingProfile.ROUND_ROBIN, "r1"), location)
     assert [run.run_id for run in list_runs(location)] == ["r1"]
 
