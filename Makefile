@@ -15,6 +15,8 @@ PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),python3)
 STACK ?= dev
 # pytest workers for `make check` (pytest-xdist): one per core; 0 runs the tests in this process.
 PYTEST_WORKERS ?= auto
+# `make check`'s time limit per test: its tests are unit tests; none takes 2 s on a busy 2-core host.
+CHECK_TEST_SECONDS ?= 10
 PIP_QUIET := --quiet --disable-pip-version-check --no-input
 
 VENV := .venv
@@ -91,15 +93,17 @@ lock: $(DEV_VENV)/.installed
 
 # Fast feedback (under a minute warm on 2 cores), no lab and no engine needed: lint, format, types,
 # import layers, and every test marked neither `lab` nor `real` nor `slow` (tests/conftest.py marks
-# the first two; `slow`: an S3 server, a whole command line in a subprocess, hundreds of hypothesis
-# examples). ruff, mypy and import-linter keep their caches (.ruff_cache, .mypy_cache,
-# .import_linter_cache), so a warm run re-checks only what changed.
+# the first two, a test on the S3 server among the `real`; `slow`: a whole command line in a
+# subprocess, hundreds of hypothesis examples), each within CHECK_TEST_SECONDS. ruff, mypy and
+# import-linter keep their caches (.ruff_cache, .mypy_cache, .import_linter_cache), so a warm run
+# re-checks only what changed.
 check: $(DEV_VENV)/.installed
 	$(DEV_VENV)/bin/ruff check --no-fix .
 	$(DEV_VENV)/bin/ruff format --check --diff .
 	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS)
 	if [ -f .importlinter ]; then $(DEV_VENV)/bin/lint-imports; fi
-	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS)
+	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS) \
+		--timeout=$(CHECK_TEST_SECONDS)
 
 # Everything, each test once: `make check`, the `slow` tests, then the lab's own environments and
 # the tests that run the lab graph (one at a time: each starts a graph of processes), then the real

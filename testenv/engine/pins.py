@@ -1,7 +1,7 @@
 """The pins of the real tier's tools, and the cache keys made of them.
 
 Each tool is built from a wrapper module under `engine/` (its `go.mod` holds the same versions:
-tests/tools/test_engine.py checks); a tool's key hashes its pins, its wrapper module's files, the
+tests/testenv/test_engine.py checks); a tool's key hashes its pins, its wrapper module's files, the
 build recipe and the Go version, so a changed pin rebuilds that tool alone.
 """
 

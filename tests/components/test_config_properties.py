@@ -329,6 +329,7 @@ KEYS: dict[str, st.SearchStrategy[Drawn]] = {
     "modelDownloadGpus": tagged(st.integers(0, 8), st.just(MAX_GPUS_PER_POD + 1), HOSTILE_INT),
     "modelDownloadTimeoutSeconds": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
     "graphReadyTimeoutSeconds": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
+    "graphUpdateTimeoutSeconds": tagged(st.integers(1, 2**31 - 1), HOSTILE_INT),
     "sessionAffinityTtlSeconds": tagged(st.integers(1, 31_536_000), HOSTILE_INT),
     "profile": tagged(st.sampled_from(["round-robin", "session-affinity"]), HOSTILE_TEXT),
     "workerNodeSelector": list_of(_node_selector_item()),

@@ -89,6 +89,7 @@ BOUNDS = {
     "modelDownloadGpus": (0, 16),
     "modelDownloadTimeoutSeconds": (1, 2**31 - 1),
     "graphReadyTimeoutSeconds": (1, 2**31 - 1),
+    "graphUpdateTimeoutSeconds": (1, 2**31 - 1),
 }
 
 

@@ -292,6 +292,8 @@ LEGAL_EDGES = [
     {"workerGpus": 8},
     {"modelDownloadGpus": 0},
     {"modelDownloadTimeoutSeconds": INT32_MAX, "graphReadyTimeoutSeconds": 1},
+    {"graphUpdateTimeoutSeconds": 1},
+    {"graphUpdateTimeoutSeconds": INT32_MAX},
     {"sessionAffinityTtlSeconds": 31_536_000, "profile": "session-affinity"},
     {"workerNodeSelector": ["nvidia.com/gpu.product=NVIDIA-H200"]},
     {"workerNodeSelector": ["example.com/empty="]},

@@ -27,6 +27,7 @@ from stages.cluster.manifests import perf_manifests, smoke_manifests
 from stages.cluster.pod_template import JobSettings
 from stages.core.workload import RECIPE_WORKLOAD
 from testenv import cluster as local
+from testenv.cluster.objects import CONTEXT
 from testenv.crd import TESTED_SCHEMA_SHA256, crd_path
 from testenv.engine.pins import KUBERNETES_VERSION
 from tests.components.test_config_properties import (
@@ -499,6 +500,26 @@ def test_the_command_judges_every_stack_on_an_api_server(
     out = capsys.readouterr().out
     assert out.startswith(f"kube-apiserver {KUBERNETES_VERSION} with {crd_path()}: ")
     assert "stack session-affinity: 1 objects, no violations" in out
+
+
+def test_the_command_judges_on_a_cluster_that_already_runs(
+    local_cluster: local.LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--kubeconfig --context`: a user's own cluster with the CRD installed (here the session's)
+    judges every object; one that does not answer is named, with status 2."""
+    their = ["--kubeconfig", str(local_cluster.kubeconfig), "--context", CONTEXT]
+    assert validate.main(["--all", *their]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"the API server of {CONTEXT}: every object dry-run\n"), out
+    assert "stack session-affinity: 1 objects, no violations" in out
+
+    config = yaml.safe_load(local_cluster.kubeconfig.read_text())
+    config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens there
+    (tmp_path / "gone").write_text(yaml.safe_dump(config))
+    gone = ["--kubeconfig", str(tmp_path / "gone"), "--context", CONTEXT]
+    assert validate.main(["--stack", "dev", *gone]) == 2
+    err = capsys.readouterr().err
+    assert f"validate: cannot reach the API server of context '{CONTEXT}' of " in err
 
 
 def test_the_command_uses_the_rules_of_the_crd_it_is_given(

@@ -62,11 +62,11 @@ def test_the_tested_crd_says_nothing_and_another_is_used_with_a_warning_naming_b
 
 
 def test_what_kubectl_prints_is_loaded_as_the_crd_to_install(tmp_path: Path) -> None:
-    document = yaml.safe_load(crd.DEFAULT.read_text().split("---", 1)[1])
+    document = yaml.load(crd.DEFAULT.read_text().split("---", 1)[1], Loader=yaml.CSafeLoader)
     document["status"] = {"acceptedNames": {"kind": "DynamoGraphDeployment"}}
     document["metadata"]["resourceVersion"] = "42"
     listed = tmp_path / "list.yaml"
-    listed.write_text(yaml.safe_dump({"kind": "List", "items": [document]}))
+    listed.write_text(yaml.dump({"kind": "List", "items": [document]}, Dumper=yaml.CSafeDumper))
     loaded = crd.load_crd(listed)
     assert set(loaded) == {"apiVersion", "kind", "metadata", "spec"}
     assert crd.schema_note(loaded, listed) is None, "the same version, whatever kubectl adds"

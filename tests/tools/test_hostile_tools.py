@@ -155,6 +155,7 @@ NUMERIC_KEYS = [
     "modelDownloadGpus",
     "modelDownloadTimeoutSeconds",
     "graphReadyTimeoutSeconds",
+    "graphUpdateTimeoutSeconds",
     "sessionAffinityTtlSeconds",
 ]
 ABSURD = [
@@ -189,6 +190,7 @@ def test_an_absurd_number_in_config_is_refused_naming_the_key(
         assert value in {"100000"} and key in {
             "modelDownloadTimeoutSeconds",
             "graphReadyTimeoutSeconds",
+            "graphUpdateTimeoutSeconds",
             "sessionAffinityTtlSeconds",
         }
     else:
