@@ -1,30 +1,10 @@
-"""Guardrail fixtures: each shipped stack's rendered objects, rendered once."""
+"""Guardrail fixtures: each shipped stack's name (its objects: tests/guardrails/support.py)."""
 
 from __future__ import annotations
 
-import copy
-from typing import Any
-
 import pytest
 
-from tools.golden import example_render
 from tools.stack_files import SHIPPED_STACKS
-
-Manifest = dict[str, Any]
-
-_renders: dict[str, list[Manifest]] = {}
-
-
-def rendered(stack: str) -> list[Manifest]:
-    """A deep copy of a shipped stack's objects (example site, secrets masked), rendered once."""
-    if stack not in _renders:
-        _renders[stack] = example_render(stack)[0]
-    return copy.deepcopy(_renders[stack])
-
-
-def one_of_kind(objects: list[Manifest], kind: str) -> Manifest:
-    (found,) = [manifest for manifest in objects if manifest["kind"] == kind]
-    return found
 
 
 @pytest.fixture(params=SHIPPED_STACKS)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.guardrails.conftest import Manifest, one_of_kind, rendered
+from tests.guardrails.support import Manifest, one_of_kind, rendered
 from tools.admission import admission_violations
 from tools.validate import admission_violations_of
 from tools.violations import ADMISSION

@@ -159,3 +159,24 @@ def test_a_long_module_without_a_reason_fails(tmp_path: Path) -> None:
         reason_to_be_long(tmp_path / "pkg" / "reasoned.py")
         == "one table of options, checked the same way."
     )
+
+
+def conftest_imports(root: Path) -> list[str]:
+    """Test modules that import from a `conftest.py`. A conftest holds fixtures, which pytest
+    finds by name; what test modules import lives in a `support.py` beside it."""
+    found = []
+    for path in sorted((root / "tests").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("conftest"):
+                found.append(f"{path.relative_to(root)}: from {node.module} import ...")
+    return found
+
+
+def test_no_test_imports_a_conftest() -> None:
+    assert conftest_imports(REPO_ROOT) == []
+
+
+def test_an_import_of_a_conftest_is_found(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("from tests.conftest import NGC_KEY\n")
+    assert conftest_imports(tmp_path) == ["tests/test_x.py: from tests.conftest import ..."]

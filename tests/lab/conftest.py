@@ -7,42 +7,10 @@ import contextlib
 import os
 import signal
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-
-def served_requests(worker_metrics: str) -> int:
-    """A mock worker's own count of the `generate` requests it served, from its /metrics text."""
-    return int(
-        sum(
-            float(line.rsplit(" ", 1)[1])
-            for line in worker_metrics.splitlines()
-            if line.startswith("dynamo_component_requests_total{")
-            and 'dynamo_endpoint="generate"' in line
-        )
-    )
-
-
-def command_line(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-    except OSError:
-        return ""
-
-
-def processes_with(marker_text: str) -> list[int]:
-    """PIDs of processes whose environment contains `marker_text` (children inherit it)."""
-    marker = marker_text.encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
+from tests.lab.support import processes_with
 
 
 @pytest.fixture

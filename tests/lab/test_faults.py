@@ -27,8 +27,8 @@ from lab.graph import LabGraph
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.incluster.processes import group_members
-from tests.lab.conftest import command_line, processes_with, served_requests
-from tests.stages.conftest import FIXTURES
+from tests.lab.support import command_line, processes_with, served_requests
+from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile, frontend_args
 from lab.graph import LabGraph, LabGraphError
 from stages.incluster.processes import group_members
-from tests.lab.conftest import command_line, processes_with, served_requests
+from tests.lab.support import command_line, processes_with, served_requests
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[2]

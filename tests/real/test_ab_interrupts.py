@@ -26,7 +26,7 @@ import pytest
 from testenv import cluster as local
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "dgd/cosmos3-nano-reasoner-agg-h200-round-robin"

@@ -20,7 +20,7 @@ from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS
 
 NAMESPACE = "cosmos3-nano-reasoner"
 JOB = "cosmos3-nano-reasoner-model-download"

@@ -9,7 +9,7 @@ import re
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS
 
 GRAPH = "dynamographdeployment/cosmos3-nano-reasoner-agg-h200-session-affinity"
 NAMESPACE = "cosmos3-nano-reasoner"

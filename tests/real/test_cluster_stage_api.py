@@ -36,7 +36,7 @@ from stages.errors import EXIT_CLUSTER_UNREACHABLE, ClusterUnreachable
 from stages.local.run import free_port
 from testenv import cluster as local
 from testenv.cluster import objects as cluster_objects
-from tests.real.conftest import delete_namespaces, paused_kwok, wait_until
+from tests.real.support import delete_namespaces, paused_kwok, wait_until
 from tests.stages.cluster.fakes import cluster_outputs
 
 JOB = "cosmos3-nano-reasoner-smoke"

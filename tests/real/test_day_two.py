@@ -24,7 +24,7 @@ from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
 from tests.real.test_no_loss import assert_state_is_in_the_cluster
 
 NAMESPACE = "cosmos3-nano-reasoner"

@@ -32,7 +32,7 @@ from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
+from tests.real.support import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-session-affinity"

@@ -19,8 +19,8 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from stages.archive import ArchiveLocation, list_runs
-from tests.real.conftest import wait_until
 from tests.real.listening import reachable_off_loopback, tree_listening
+from tests.real.support import wait_until
 
 WORKLOAD = [
     "--videos", "2", "--questions", "2", "--output-tokens", "8", "--concurrency", "1",

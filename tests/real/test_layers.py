@@ -13,7 +13,7 @@ import yaml
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS
 
 PROFILES = ("round-robin", "session-affinity")
 

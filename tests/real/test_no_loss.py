@@ -17,7 +17,7 @@ import pytest
 
 from testenv import cluster as local
 from testenv.local_stacks import LAYER_SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS
 
 
 def state_objects(stacks: LocalStacks, stack: str) -> list[tuple[str, str, str]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS
 
 PACK = "policy/analyzer"
 PACK_NAME = "cosmos3-nano-reasoner-guardrails"

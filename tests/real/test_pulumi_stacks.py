@@ -23,7 +23,7 @@ from stages.cluster.run import ClusterOptions
 from testenv import cluster as local
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.conftest import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
 
 ORG = "organization"
 LAYER = f"{ORG}/cosmos3-nano-reasoner/shared"

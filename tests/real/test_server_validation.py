@@ -37,8 +37,8 @@ from tests.components.test_config_properties import (
     stack_configs,
 )
 from tests.components.test_settings import LEGAL_EDGES
-from tests.guardrails.conftest import Manifest, one_of_kind, rendered
-from tests.real.conftest import delete_namespaces
+from tests.guardrails.support import Manifest, one_of_kind, rendered
+from tests.real.support import delete_namespaces
 from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN

@@ -4,16 +4,13 @@ Dynamo processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` h
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from components.contract import StackOutputs
-from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from lab.graph import GraphSpec
-
-FIXTURES = Path(__file__).parent / "fixtures"
+from components.routing import RoutingProfile
+from tests.stages.support import FIXTURES, lab_outputs_for
 
 
 @pytest.fixture
@@ -22,14 +19,6 @@ def aiperf_export() -> dict[str, Any]:
     8 output tokens, 4 mock workers (captured from `python -m lab ab` with a tiny workload)."""
     export: dict[str, Any] = json.loads((FIXTURES / "aiperf-session-affinity-c2.json").read_text())
     return export
-
-
-def lab_outputs_for(profile: RoutingProfile, port: int = 8000) -> StackOutputs:
-    """Stack outputs as a lab graph writes them, without starting one."""
-    from lab.graph import lab_outputs
-
-    spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=8)
-    return lab_outputs(spec, port)
 
 
 @pytest.fixture(params=list(RoutingProfile), ids=lambda p: p.value)

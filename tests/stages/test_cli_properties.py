@@ -28,7 +28,7 @@ from stages.cli import main
 from stages.cluster import run as cluster_run
 from stages.errors import EXIT_STATUSES
 from tests.stages.cluster.fakes import FakeCluster, cluster_outputs, succeeded
-from tests.stages.conftest import lab_outputs_for
+from tests.stages.support import lab_outputs_for
 from tests.support import LOCAL_TOOLS as LOCAL
 
 pytestmark = pytest.mark.slow  # every test here runs hundreds of command lines (hypothesis)

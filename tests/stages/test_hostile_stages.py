@@ -23,7 +23,7 @@ from components.routing import RoutingProfile
 from stages import cli, targets
 from stages.errors import EXIT_STATUSES
 from tests.stages.cluster.fakes import cluster_outputs
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 from tests.support import LOCAL_TOOLS as LOCAL
 from tests.tally import flag, run_command, texts_below
 

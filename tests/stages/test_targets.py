@@ -24,7 +24,7 @@ from stages.errors import UsageError
 from stages.local.run import LocalTools
 from stages.targets import ClusterTarget, LocalTarget, StageTarget, stage_target
 from tests.stages.cluster.fakes import cluster_outputs
-from tests.stages.conftest import FIXTURES, lab_outputs_for
+from tests.stages.support import FIXTURES, lab_outputs_for
 from tests.support import LOCAL_TOOLS as LOCAL
 
 RR = RoutingProfile.ROUND_ROBIN

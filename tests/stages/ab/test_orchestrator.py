@@ -24,7 +24,7 @@ from stages.core.results import ProfileResults
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed, UsageError
 from stages.targets import StageTarget
-from tests.stages.conftest import FIXTURES, lab_outputs_for
+from tests.stages.support import FIXTURES, lab_outputs_for
 
 RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
 

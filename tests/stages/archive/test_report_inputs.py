@@ -21,7 +21,7 @@ from stages.archive import ArchiveLocation, RunRecord, Stage, archive_run
 from stages.cli import main
 from stages.core.results import ProfileResults
 from tests.stages.cluster.fakes import cluster_outputs
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 

@@ -35,7 +35,7 @@ from tests.stages.cluster.fakes import (
     running,
     succeeded,
 )
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 
 
 def outputs_file(tmp_path: Path, profile: RoutingProfile = RoutingProfile.SESSION_AFFINITY) -> str:

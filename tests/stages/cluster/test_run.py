@@ -44,7 +44,7 @@ from tests.stages.cluster.fakes import (
     running,
     succeeded,
 )
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 
 OPTIONS = ClusterOptions(run_id="run-1", poll_seconds=5.0)
 SMOKE_OBJECTS = [

@@ -9,7 +9,7 @@ from components.routing import SESSION_HEADER, RoutingProfile
 from lab.workload import LAB_WORKLOAD
 from stages.core.aiperf import aiperf_environment, aiperf_profile_args
 from stages.core.workload import PerfWorkload
-from tests.stages.conftest import lab_outputs_for
+from tests.stages.support import lab_outputs_for
 
 WORKLOAD = LAB_WORKLOAD.model_copy(update={"videos": 5, "questions": 4, "output_tokens": 128})
 

@@ -13,7 +13,7 @@ from components.routing import RoutingProfile
 from lab.workload import LAB_WORKLOAD
 from stages.core.results import ProfileResults, ResultsError, parse_level, read_level
 from stages.core.verdicts import check_level
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 
 FIXTURE_WORKLOAD = LAB_WORKLOAD.model_copy(
     update={

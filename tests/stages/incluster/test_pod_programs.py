@@ -30,7 +30,7 @@ from stages.incluster.log_exports import (
 )
 from stages.local import run as local_run
 from stages.local.run import free_port, run_program
-from tests.stages.conftest import lab_outputs_for
+from tests.stages.support import lab_outputs_for
 
 MODEL = "tiny-llama"
 

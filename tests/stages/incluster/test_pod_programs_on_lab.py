@@ -24,7 +24,7 @@ from stages.core.results import ProfileResults
 from stages.core.verdicts import sweep_results
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl
 from stages.local.run import PROGRAM_LOG, free_port, run_program
-from tests.stages.conftest import FIXTURES
+from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
 StartGraph = Callable[..., LabGraph]

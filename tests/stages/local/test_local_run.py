@@ -25,7 +25,7 @@ from lab.workload import LAB_WORKLOAD
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.local.run import LocalTools, free_port, run_local_perf
-from tests.stages.conftest import FIXTURES, lab_outputs_for
+from tests.stages.support import FIXTURES, lab_outputs_for
 
 # The fixture export: 3 videos x 3 questions at concurrency 2, 8 output tokens.
 MATCHING = LAB_WORKLOAD.model_copy(

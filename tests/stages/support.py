@@ -1,0 +1,20 @@
+"""What the stage tests share: the captured AIPerf exports' folder, and stack outputs as a lab
+graph writes them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from components.contract import StackOutputs
+from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
+from lab.graph import GraphSpec
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def lab_outputs_for(profile: RoutingProfile, port: int = 8000) -> StackOutputs:
+    """Stack outputs as a lab graph writes them, without starting one."""
+    from lab.graph import lab_outputs
+
+    spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=8)
+    return lab_outputs(spec, port)
