@@ -17,6 +17,8 @@ STACK ?= dev
 PYTEST_WORKERS ?= auto
 # `make check`'s time limit per test: its tests are unit tests; none takes 2 s on a busy 2-core host.
 CHECK_TEST_SECONDS ?= 10
+# pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
+REAL_WORKERS ?= 2
 PIP_QUIET := --quiet --disable-pip-version-check --no-input
 
 VENV := .venv
@@ -119,9 +121,12 @@ test: check lab-setup
 # SeaweedFS (the archive's S3 server), the program's and the policy pack's venvs, the lab (its
 # controller runs deployed graphs), then every test marked `real`, in a network namespace of its
 # own (testenv/netns.py: only loopback, so nothing it starts is reachable and it can reach nothing
-# beyond this machine), the slowest tests listed at the end. It never skips.
+# beyond this machine), the slowest tests listed at the end. It never skips. REAL_WORKERS pytest
+# workers share it out by test file, each with a local cluster and an S3 server of its own: most
+# of a real test is waiting on `pulumi` and the API server, so two halve the time on 2 cores.
 real: crd engine s3-server $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
-	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15
+	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15 \
+		-n $(REAL_WORKERS) --dist loadfile
 
 # The engine from the Go module proxy, into a cache outside the work tree keyed by the versions
 # ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 25 min cold on 2 cores, seconds

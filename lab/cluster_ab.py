@@ -6,8 +6,8 @@
    nodes), started without kwok's stand-in status for graphs;
 2. the lab controller (`lab.controller`), which runs each DynamoGraphDeployment on it for real:
    the real Dynamo frontend with the object's command line, a `dynamo.mocker` per worker replica;
-3. a copy of the project with a file backend of its own (`testenv.local_stacks`), its stacks set
-   for the lab: `shared` (the layer), `round-robin` and `session-affinity` with the lab's worker
+3. a copy of the project with a file backend of its own (`testenv.local_stacks.local_project`),
+   its stacks made and set through the Automation API, as the A/B then drives them, for the lab: `shared` (the layer), `round-robin` and `session-affinity` with the lab's worker
    count, and the affinity TTL at the run's time scale (`sessionAffinityTtlSeconds`, the config a
    user sets);
 4. the A/B orchestrator's cluster target (`stages.ab.cluster_target`) over the engine's `pulumi`
@@ -61,7 +61,7 @@ from testenv import cluster as local_cluster
 from testenv.cluster import objects
 from testenv.crd import CrdError
 from testenv.engine import Engine, EngineError, cache_home, located
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+from testenv.local_stacks import LAYER_SITE, SITE, local_project
 
 GRAPH_READY_TIMEOUT_SECONDS = 300
 """How long `pulumi up` waits for a lab graph to be Ready: it serves within seconds, or it failed
@@ -97,7 +97,6 @@ class LabClusterAbTarget:
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
     cluster: local_cluster.LocalCluster | None = None
     controller: GraphController | None = None
-    stacks: LocalStacks | None = None
     inner: ClusterAbTarget | None = None
     _memory: dict[RoutingProfile, tuple[PeakMemory, float]] = field(default_factory=dict)
 
@@ -153,7 +152,7 @@ class LabClusterAbTarget:
         started = time.monotonic()
         try:
             self._start(engine, say)
-        except (local_cluster.ClusterError, CrdError, PulumiFailed) as error:
+        except (local_cluster.ClusterError, CrdError) as error:
             raise LabGraphError(f"the lab's local cluster: {error}") from None
         self.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
 
@@ -170,28 +169,24 @@ class LabClusterAbTarget:
             say=say,
             context=objects.CONTEXT,
         ).__enter__()
-        self.stacks = self._configured_stacks()
-        pulumi = PulumiStacks(
-            self.stacks.project,
-            say,
-            pulumi_root=engine.root,
-            layer_stack=LAYER_STACK,
-            env=self.stacks.env,
-        )
+        pulumi = self._configured_stacks(engine, say)
         options = ClusterOptions(kubeconfig=self.cluster.kubeconfig, context=objects.CONTEXT)
         self.inner = ClusterAbTarget(pulumi, options)
         self.inner.prepare(say)
 
-    def _configured_stacks(self) -> LocalStacks:
+    def _configured_stacks(self, engine: Engine, say: Say) -> PulumiStacks:
         assert self.cluster is not None
         folder = self.out / "pulumi"
         shutil.rmtree(folder, ignore_errors=True)  # its state described the last run's cluster
         folder.mkdir(parents=True)
-        stacks = LocalStacks.create(folder, self.cluster)
-        stacks.configure(LAYER_STACK, LAYER_SITE, {"ngcApiKey": LAB_NGC_KEY})
+        project, env = local_project(folder, self.cluster)
+        stacks = PulumiStacks(
+            project, say, pulumi_root=engine.root, layer_stack=LAYER_STACK, env=env
+        )
+        stacks.create(LAYER_STACK, LAYER_SITE, {"ngcApiKey": LAB_NGC_KEY})
         scale = self.conditions.time_scale
         for profile, stack in PROFILE_STACKS.items():
-            stacks.configure(stack, profile_config(profile, self.workers, scale))
+            stacks.create(stack, profile_config(profile, self.workers, scale))
         return stacks
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:

@@ -2,7 +2,9 @@
 backend of its own and a passphrase, against a local cluster (testenv/cluster).
 
 What the real-tier tests and `tools.engine_goldens` drive; the commands are the ones a user types
-(`pulumi stack init`, `pulumi config set`, `pulumi up --yes`), run non-interactively.
+(`pulumi stack init`, `pulumi config set`, `pulumi up --yes`), run non-interactively, because the
+README tells users to type them. The lab drives the same project copy (`local_project`) through
+the Automation API alone, as the A/B does on a cluster.
 """
 
 from __future__ import annotations
@@ -34,6 +36,30 @@ class PulumiFailed(Exception):
     """A `pulumi` command exited non-zero; the message has the command and its output's end."""
 
 
+def local_project(
+    workdir: Path, cluster: local.LocalCluster, extra_env: Mapping[str, str] = {}
+) -> tuple[Path, dict[str, str]]:
+    """A project copy in `workdir/project`, its venvs linked, and the environment every `pulumi`
+    command there runs with: the cluster's, a file backend in `workdir/backend`, a passphrase."""
+    project = copy_project(workdir / "project")
+    # The program's and the policy pack's venvs, as `make venv policy-venv` made them.
+    (project / ".venv").symlink_to(REPO_ROOT / ".venv")
+    (project / "policy" / "venv").symlink_to(REPO_ROOT / "policy" / "venv")
+    backend = workdir / "backend"
+    home = workdir / "home"
+    backend.mkdir()
+    home.mkdir()
+    env = cluster.process_environment({"PATH": os.environ.get("PATH", os.defpath)})
+    env.update(
+        HOME=str(home),
+        PULUMI_BACKEND_URL=f"file://{backend}",
+        PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
+        PULUMI_SKIP_CONFIRMATIONS="true",
+        **extra_env,
+    )
+    return project, env
+
+
 @dataclass
 class LocalStacks:
     project: Path
@@ -47,24 +73,8 @@ class LocalStacks:
         cluster: local.LocalCluster,
         extra_env: Mapping[str, str] = {},
     ) -> LocalStacks:
-        """A project copy in `workdir/project`, its venvs linked, a backend in `workdir/backend`."""
-        project = copy_project(workdir / "project")
-        # The program's and the policy pack's venvs, as `make venv policy-venv` made them.
-        (project / ".venv").symlink_to(REPO_ROOT / ".venv")
-        (project / "policy" / "venv").symlink_to(REPO_ROOT / "policy" / "venv")
-        backend = workdir / "backend"
-        home = workdir / "home"
-        backend.mkdir()
-        home.mkdir()
-        env = cluster.process_environment({"PATH": os.environ.get("PATH", os.defpath)})
-        env.update(
-            HOME=str(home),
-            PULUMI_BACKEND_URL=f"file://{backend}",
-            PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
-            PULUMI_SKIP_CONFIRMATIONS="true",
-            **extra_env,
-        )
-        return cls(project, env)
+        """The CLI over `local_project(workdir, cluster, extra_env)`."""
+        return cls(*local_project(workdir, cluster, extra_env))
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         return self._run(["pulumi", *args, "--non-interactive", "--color=never"], check, args)

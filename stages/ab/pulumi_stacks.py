@@ -18,6 +18,11 @@ forwarded to it once and waited for, never left to kill it mid-update.
   that meets a lock (the CLI of an interrupted update still ending) is retried.
 - Secrets: stack outputs come back as `pulumi stack output --json` prints them, a secret output
   as `[secret]`; update summaries are read without `--show-secrets`.
+- Stacks of a new backend (the lab's) are made and set here too (`create`), so one run drives
+  `pulumi` one way.
+
+Over 300 lines: one class over the Automation API and the translation of its errors into
+`DeployError`, which every method shares; split, each half would reach into the other's helpers.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from typing import Any, cast
 from pulumi.automation import (
     CommandError,
     ConcurrentUpdateError,
+    ConfigValue,
     InvalidVersionError,
     LocalWorkspace,
     LocalWorkspaceOptions,
@@ -42,6 +48,7 @@ from pulumi.automation import (
     PulumiCommand,
     Stack,
     StackNotFoundError,
+    create_stack,
     fully_qualified_stack_name,
     select_stack,
 )
@@ -119,6 +126,19 @@ class PulumiStacks:
                 self.say(f"{stack}: locked by an update still ending; trying again")
                 time.sleep(LOCKED_RETRY_SECONDS)
         self.say(f"{stack}: destroyed ({_describe(_counts(result.summary.resource_changes))})")
+
+    def create(
+        self, stack: str, config: Mapping[str, str], secrets: Mapping[str, str] = {}
+    ) -> None:
+        """`pulumi stack init` and `pulumi config set [--secret]` of each value: a stack of a new
+        backend (the lab's); a user's stacks exist already and are only selected."""
+        name = self.qualified(stack)
+        options = LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))
+        values = {key: ConfigValue(value) for key, value in config.items()}
+        values |= {key: ConfigValue(value, secret=True) for key, value in secrets.items()}
+        with _as_deploy_error(name, "stack init"):
+            created = create_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
+            created.set_all_config(values)
 
     def qualified(self, stack: str) -> str:
         """The name the commands get: <org>/<project>/<stack> when an organization is set."""

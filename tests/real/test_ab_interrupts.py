@@ -83,17 +83,25 @@ def assert_left_clean(stacks: LocalStacks, cluster: local.LocalCluster, engine: 
         exported = json.loads(stacks.run("stack", "export", "--stack", profile).stdout)
         assert not exported["deployment"].get("pending_operations"), profile
         stacks.run("preview", "--stack", profile)  # a lock would fail it
-    assert plugin_processes(engine) == []
+    assert plugin_processes(engine, stacks) == []
 
 
-def plugin_processes(engine: Engine) -> list[str]:
+def plugin_processes(engine: Engine, stacks: LocalStacks) -> list[str]:
+    """The engine's processes of this test: its backend is in their environment (the CLI and its
+    plugins inherit it), so another test's, run beside it, are not counted."""
+    backend = f"PULUMI_BACKEND_URL={stacks.env['PULUMI_BACKEND_URL']}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:
             exe = os.readlink(entry / "exe")
+            environment = (entry / "environ").read_bytes()
         except OSError:
             continue
-        if exe.startswith(str(engine.root)) and Path(exe).name in PLUGINS:
+        if (
+            exe.startswith(str(engine.root))
+            and Path(exe).name in PLUGINS
+            and backend in environment
+        ):
             found.append(f"{entry.name} {exe}")
     return found
 
@@ -183,5 +191,7 @@ def test_a_second_interrupt_exits_at_once_with_the_command_that_recovers(
     ), "\n".join(ab.lines[-20:])
     # The CLI runs in a session of its own: it still finishes the destroy, and lets go of the lock.
     release(local_cluster)
-    wait_until(lambda: plugin_processes(engine) == [], "the abandoned destroy's CLI ends", 120)
+    wait_until(
+        lambda: plugin_processes(engine, stacks) == [], "the abandoned destroy's CLI ends", 120
+    )
     assert_left_clean(stacks, local_cluster, engine)

@@ -8,6 +8,7 @@ every failure a `DeployError` naming the stack and ending with pulumi's own word
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import threading
@@ -108,6 +109,26 @@ def test_a_failed_up_names_the_stack_and_ends_with_pulumis_words(
 def test_a_missing_stack_says_how_to_create_it(pulumi_stacks: PulumiStacks) -> None:
     with pytest.raises(DeployError, match=r"create it with `pulumi stack init .*/round-robin`"):
         pulumi_stacks.outputs("round-robin")
+
+
+def test_a_stack_is_made_and_set_its_secret_encrypted_and_made_once(
+    stacks: LocalStacks, pulumi_stacks: PulumiStacks
+) -> None:
+    """`create`, the lab's only way to set a stack: values as `pulumi config set` writes them, a
+    secret as `--secret` does (ciphertext in the stack file), a second create refused."""
+    pulumi_stacks.create("shared", LAYER_SITE, LAYER_SECRETS)
+
+    shown = stacks.run(
+        "config", "--json", "--show-secrets", "--stack", f"{ORG}/cosmos3-nano-reasoner/shared"
+    )
+    config = json.loads(shown.stdout)
+    for key, value in LAYER_SITE.items():
+        assert config[f"cosmos3-nano-reasoner:{key}"] == {"value": value, "secret": False}
+    ((key, secret),) = LAYER_SECRETS.items()
+    assert config[f"cosmos3-nano-reasoner:{key}"] == {"value": secret, "secret": True}
+    assert secret not in (stacks.project / "Pulumi.shared.yaml").read_text()
+    with pytest.raises(DeployError, match="already exists"):
+        pulumi_stacks.create("shared", LAYER_SITE)
 
 
 def test_without_an_organization_names_go_as_given(
