@@ -34,7 +34,7 @@ from stages.ab.cli import run as run_ab
 from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.archive.cli import configure_parser as configure_archive_parser
 from stages.archive.cli import run as run_archive
-from stages.archive.layout import ArchiveLocation
+from stages.archive.records import ArchiveLocation
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import REPORT_FILE, write_report
 from stages.core.results import ProfileResults, ResultsError

@@ -24,9 +24,7 @@ from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.ab.pulumi_stacks import PulumiStacks
 from stages.ab.target import AbTarget
-from stages.archive import ArchiveLocation, current_commit
-from stages.archive.layout import DEFAULT_PREFIX
-from stages.archive.records import new_run_id
+from stages.archive import DEFAULT_PREFIX, ArchiveLocation, current_commit, new_run_id
 from stages.cluster.run import check_cluster_workload
 from stages.core.ab_verdict import VERDICT_PREFIX, verdict_in
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload

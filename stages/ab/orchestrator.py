@@ -20,10 +20,15 @@ from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
 from stages.ab.target import AbTarget, Say
-from stages.archive import ArchiveLocation, RunNotFoundError, RunRecord, Stage
-from stages.archive.listing import fetch_record
-from stages.archive.pull import download_record
-from stages.archive.push import resume_run
+from stages.archive import (
+    ArchiveLocation,
+    RunNotFoundError,
+    RunRecord,
+    Stage,
+    download_record,
+    fetch_record,
+    resume_run,
+)
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import write_report
 from stages.core.workload import PerfWorkload

@@ -48,25 +48,38 @@ environment. Before uploading, every file is scanned for obvious secrets (privat
 key ids, NGC API keys, the value of any secret-named environment variable); a hit refuses the whole
 run, naming the file and the kind of secret, never the value.
 
-Modules: records (RunRecord), layout (location and keys), store (the S3 bucket), directory_store
-(a local directory in its place), stores (the protocol both keep, and the choice between them),
-scan (local files), push, listing, pull, orphans (incomplete runs), errors, report_inputs (a report
-from archived runs), cli (`python -m stages archive`, its one entry point).
+Modules: records (RunRecord, the errors, and the location and keys of a run), stores (the S3
+bucket, a local directory in its place, the protocol both keep and the choice between them), push
+(the secret scan of local files, then the push and its resume), runs (listing, latest, fetch,
+download, incomplete runs and clean), report_inputs (a report from archived runs), cli
+(`python -m stages archive`, its one entry point).
 """
 
-from stages.archive.errors import (
+from stages.archive.push import PushOutcome, archive_plan, archive_run, find_secret, resume_run
+from stages.archive.records import (
+    DEFAULT_PREFIX,
     ArchiveConflictError,
+    ArchivedFile,
     ArchiveError,
+    ArchiveLocation,
     CorruptManifestError,
     RunNotFoundError,
+    RunPlace,
+    RunRecord,
+    Stage,
+    current_commit,
+    new_run_id,
 )
-from stages.archive.layout import DEFAULT_PREFIX, ArchiveLocation, RunPlace
-from stages.archive.listing import fetch_record, latest_run, list_runs
-from stages.archive.orphans import IncompleteRun, clean_incomplete_run, list_incomplete_runs
-from stages.archive.pull import download_record, download_run
-from stages.archive.push import PushOutcome, archive_plan, archive_run, resume_run
-from stages.archive.records import ArchivedFile, RunRecord, Stage, current_commit, new_run_id
-from stages.archive.scan import find_secret
+from stages.archive.runs import (
+    IncompleteRun,
+    clean_incomplete_run,
+    download_record,
+    download_run,
+    fetch_record,
+    latest_run,
+    list_incomplete_runs,
+    list_runs,
+)
 
 __all__ = [
     "DEFAULT_PREFIX",

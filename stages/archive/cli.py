@@ -29,13 +29,25 @@ from common.credentials import masked_output
 from common.output_folders import OutputFolderError, os_error_reason
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
-from stages.archive.errors import ArchiveError, validation_summary
-from stages.archive.layout import DEFAULT_PREFIX, ArchiveLocation
-from stages.archive.listing import fetch_record, latest_run, list_runs
-from stages.archive.orphans import DEFAULT_MIN_AGE, clean_incomplete_run, list_incomplete_runs
-from stages.archive.pull import download_record
 from stages.archive.push import archive_plan, archive_run, resume_run
-from stages.archive.records import SEGMENT_PATTERN, RunRecord, Stage
+from stages.archive.records import (
+    DEFAULT_PREFIX,
+    SEGMENT_PATTERN,
+    ArchiveError,
+    ArchiveLocation,
+    RunRecord,
+    Stage,
+    validation_summary,
+)
+from stages.archive.runs import (
+    DEFAULT_MIN_AGE,
+    clean_incomplete_run,
+    download_record,
+    fetch_record,
+    latest_run,
+    list_incomplete_runs,
+    list_runs,
+)
 from stages.errors import EXIT_USAGE
 from stages.parsers import add_subcommands
 

@@ -1,17 +1,36 @@
 """Pushing a result directory as one stage of one run: files first, the manifest last, nothing
-ever overwritten; and resuming a push that was interrupted before its manifest."""
+ever overwritten; and resuming a push that was interrupted before its manifest.
+
+Before anything is pushed, the local result directory is read for archiving: every file described
+(size, sha256) and scanned for obvious secrets. A hit names the file and the kind of secret, never
+the value, and refuses the whole run.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.archive.errors import ArchiveConflictError
-from stages.archive.layout import ArchiveLocation, RunPlace
-from stages.archive.listing import read_record
-from stages.archive.records import RunRecord
-from stages.archive.scan import CheckedFile, checked_files, unchanged_bytes
+from common.credentials import credential_kind_in_bytes
+from common.output_folders import OWNERSHIP_FILES
+from stages.archive.records import (
+    ArchiveConflictError,
+    ArchivedFile,
+    ArchiveError,
+    ArchiveLocation,
+    RunPlace,
+    RunRecord,
+    describe,
+)
+from stages.archive.runs import read_record
 from stages.archive.stores import ArchiveStore, open_bucket
+
+_SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
+_MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything
+
+CheckedFile = tuple[ArchivedFile, Path]
 
 INTERRUPTED_ADVICE = (
     "If an earlier push of this run was interrupted, finish it with `archive push --resume` "
@@ -21,6 +40,56 @@ INTERRUPTED_ADVICE = (
 CHANGED_ADVICE = (
     "Push with a new run id, or delete the incomplete run with `archive clean` and push again."
 )
+
+
+def find_secret(data: bytes) -> str | None:
+    """What kind of obvious secret `data` contains (never the secret itself), or None."""
+    kind = credential_kind_in_bytes(data)  # by shape: common.credentials
+    if kind:
+        return kind
+    for name, value in os.environ.items():
+        secret_named = _SECRET_VARIABLE.search(name.upper())
+        if secret_named and len(value) >= _MIN_SECRET_LENGTH and value.encode() in data:
+            return f"the value of ${name}"
+    return None
+
+
+def checked_files(directory: Path) -> list[CheckedFile]:
+    """Every file below `directory`, described and free of secrets, sorted by name."""
+    checked = []
+    for name, path in _result_files(directory):
+        data = path.read_bytes()
+        secret = find_secret(data)
+        if secret:
+            raise ArchiveError(
+                f"{path} contains {secret}: refusing to archive the run; remove it from the "
+                "results (secrets belong in the environment or Pulumi config, never in results)"
+            )
+        checked.append((describe(name, data), path))
+    return checked
+
+
+def unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
+    """The file's bytes, provided they are still the ones scanned and described."""
+    data = path.read_bytes()
+    if describe(entry.name, data) != entry:
+        raise ArchiveError(f"{path} changed while it was being archived: archive it again")
+    return data
+
+
+def _result_files(directory: Path) -> list[tuple[str, Path]]:
+    """Every regular file below `directory`, as (posix relative name, path), sorted by name."""
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise ArchiveError(f"result directory {directory} {what}")
+    files = sorted(
+        (path.relative_to(directory).as_posix(), path)
+        for path in directory.rglob("*")
+        if path.is_file() and path.name not in OWNERSHIP_FILES
+    )
+    if not files:
+        raise ArchiveError(f"result directory {directory} holds no files: nothing to archive")
+    return files
 
 
 @dataclass(frozen=True)

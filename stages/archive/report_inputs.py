@@ -13,11 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from stages.archive.errors import ArchiveError, RunNotFoundError
-from stages.archive.layout import ArchiveLocation
-from stages.archive.listing import latest_run, list_runs
-from stages.archive.pull import download_record
-from stages.archive.records import RunRecord, Stage
+from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
+from stages.archive.runs import download_record, latest_run, list_runs
 from stages.core.results import ProfileResults, ResultsError
 
 RESULTS_FILE = "results.json"

@@ -15,7 +15,7 @@ import pytest
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
 from stages.archive import ArchiveError, ArchiveLocation, RunRecord, Stage
-from stages.archive.store import NEW_RUN_ID_ADVICE, Bucket
+from stages.archive.stores import NEW_RUN_ID_ADVICE, Bucket
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 RESULT_FILES = 6  # the files make_results writes

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from stages.archive import ArchiveConflictError, ArchiveError, ArchiveLocation, RunNotFoundError
-from stages.archive.directory_store import DirectoryBucket
-from stages.archive.stores import open_bucket
+from stages.archive.stores import DirectoryBucket, open_bucket
 
 
 def a_bucket(tmp_path: Path) -> DirectoryBucket:

@@ -17,7 +17,7 @@ import pytest
 
 from common import REPO_ROOT
 from stages.archive import ArchiveConflictError, ArchiveLocation
-from stages.archive.store import Bucket
+from stages.archive.stores import Bucket
 from testenv.cluster.components import LOOPBACK
 from testenv.s3_server import SERVERS, S3Server
 from tests.real.listening import listening
