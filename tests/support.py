@@ -6,6 +6,11 @@ Test modules import these from here, never from `conftest.py` or from one anothe
 from __future__ import annotations
 
 import asyncio
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +44,33 @@ def quiet_about_aborted_programs(loop: asyncio.AbstractEventLoop, context: dict[
     )
     if context.get("message") not in expected:
         loop.default_exception_handler(context)
+
+
+class StandInHandler(http.server.BaseHTTPRequestHandler):
+    """The base of the tests' stand-in HTTP servers (a frontend, a pod log): replies with a body
+    of a given type, and no request lines on the test's stderr."""
+
+    def send_body(self, code: int, content_type: str, data: bytes) -> None:
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def send_json(self, body: Any, code: int = 200) -> None:
+        self.send_body(code, "application/json", json.dumps(body).encode())
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def stand_in_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[int]:
+    """`handler` served on a free port of 127.0.0.1 in a thread; yields the port, then stops."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -15,9 +15,7 @@ log is scripted; it is not a Kubernetes API server (no admission, scheduling or 
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +29,7 @@ import yaml
 from components.routing import RoutingProfile
 from stages.cluster.run import ClusterOptions, run_cluster_smoke
 from tests.stages.cluster.fakes import cluster_outputs
+from tests.support import StandInHandler, stand_in_server
 
 # A real HTTP server per test (its shutdown alone waits half a second): `make test` runs these.
 pytestmark = pytest.mark.slow
@@ -87,7 +86,7 @@ def _pod_for(job: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _Handler(http.server.BaseHTTPRequestHandler):
+class _Handler(StandInHandler):
     state: ApiState
 
     def do_POST(self) -> None:
@@ -140,34 +139,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         ]
 
     def _send(self, code: int, body: dict[str, Any]) -> None:
-        self._write(code, "application/json", json.dumps(body).encode())
+        self.send_json(body, code)
 
     def _send_text(self, text: str) -> None:
-        self._write(200, "text/plain", text.encode())
-
-    def _write(self, code: int, content_type: str, data: bytes) -> None:
-        self.send_response(code)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.send_body(200, "text/plain", text.encode())
 
 
 @pytest.fixture
 def api_server() -> Iterator[tuple[str, ApiState]]:
     state = ApiState()
     handler = type("Handler", (_Handler,), {"state": state})
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}", state
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in_server(handler) as port:
+        yield f"http://127.0.0.1:{port}", state
 
 
 def kubeconfig(tmp_path: Path, server: str) -> Path:

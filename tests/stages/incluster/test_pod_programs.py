@@ -7,12 +7,9 @@ stand-in frontend on loopback that answers with nothing.
 
 from __future__ import annotations
 
-import http.server
 import json
-import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import imageio_ffmpeg  # type: ignore[import-untyped]
 import pytest
@@ -31,42 +28,26 @@ from stages.incluster.log_exports import (
 from stages.local import run as local_run
 from stages.local.run import free_port, run_program
 from tests.stages.support import lab_outputs_for
+from tests.support import StandInHandler, stand_in_server
 
 MODEL = "tiny-llama"
 
 
-class _EmptyAnswers(http.server.BaseHTTPRequestHandler):
+class _EmptyAnswers(StandInHandler):
     """A frontend that lists the model and answers every chat request with empty content."""
 
     def do_GET(self) -> None:
-        self._json({"data": [{"id": MODEL}]})
+        self.send_json({"data": [{"id": MODEL}]})
 
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers["Content-Length"]))
-        self._json({"choices": [{"message": {"role": "assistant", "content": "  "}}]})
-
-    def _json(self, body: dict[str, Any]) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.send_json({"choices": [{"message": {"role": "assistant", "content": "  "}}]})
 
 
 @pytest.fixture
 def empty_frontend() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _EmptyAnswers)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in_server(_EmptyAnswers) as port:
+        yield port
 
 
 def run_smoke_program(tmp_path: Path, frontend_port: int, wait_seconds: float) -> PodRun:

@@ -7,11 +7,8 @@ run as `python -S -E`, its log decoded into `results.json` by the verdict the cl
 
 from __future__ import annotations
 
-import http.server
 import io
-import json
 import shlex
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +23,7 @@ from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.local.run import LocalTools, free_port, run_local_perf
 from tests.stages.support import FIXTURES, lab_outputs_for
+from tests.support import StandInHandler, stand_in_server
 
 # The fixture export: 3 videos x 3 questions at concurrency 2, 8 output tokens.
 MATCHING = LAB_WORKLOAD.model_copy(
@@ -43,29 +41,17 @@ WRITE_FIXTURE = (
 )
 
 
-class _ListsTheModel(http.server.BaseHTTPRequestHandler):
+class _ListsTheModel(StandInHandler):
     model = "tiny-llama"
 
     def do_GET(self) -> None:
-        data = json.dumps({"data": [{"id": self.model}]}).encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
+        self.send_json({"data": [{"id": self.model}]})
 
 
 @pytest.fixture
 def frontend() -> Iterator[int]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ListsTheModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield int(server.server_address[1])
-    finally:
-        server.shutdown()
-        server.server_close()
+    with stand_in_server(_ListsTheModel) as port:
+        yield port
 
 
 def fake_tools(tmp_path: Path, script: str) -> LocalTools:
@@ -150,14 +136,11 @@ class _ListsAnotherModel(_ListsTheModel):
 
 @pytest.mark.slow
 def test_a_frontend_that_never_lists_the_model_is_its_own_failure(tmp_path: Path) -> None:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ListsAnotherModel)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        with pytest.raises(FrontendNotReady, match="did not list tiny-llama") as failure:
-            sweep(tmp_path, WRITE_FIXTURE, int(server.server_address[1]))
-    finally:
-        server.shutdown()
-        server.server_close()
+    with (
+        stand_in_server(_ListsAnotherModel) as port,
+        pytest.raises(FrontendNotReady, match="did not list tiny-llama") as failure,
+    ):
+        sweep(tmp_path, WRITE_FIXTURE, port)
 
     assert failure.value.exit_status == 3
 
