@@ -165,8 +165,9 @@ def level_metrics(
     return predicted_metrics(level, sweep.output_tokens, mean)
 
 
-class CellError(BaseModel):
-    """One cell: predicted, measured, and the error (relative; points for the gain)."""
+class CellDeviation(BaseModel):
+    """How far one cell's prediction is from its measurement: predicted, measured, and the error
+    (relative; points for the gain). Not an exception."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -177,7 +178,7 @@ class CellError(BaseModel):
     error: float
 
 
-def cell_errors(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellError]:
+def cell_deviations(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellDeviation]:
     """Every cell both tables have, level by level, in the recipe's column order."""
     cells = []
     for row in predicted.rows:
@@ -191,7 +192,7 @@ def cell_errors(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellE
                     continue
                 column = f"{profile.value} {metric}"
                 cells.append(
-                    CellError(
+                    CellDeviation(
                         concurrency=row.concurrency,
                         column=column,
                         predicted=value,
@@ -200,7 +201,7 @@ def cell_errors(predicted: MeasuredTable, measured: MeasuredTable) -> list[CellE
                     )
                 )
         cells.append(
-            CellError(
+            CellDeviation(
                 concurrency=row.concurrency,
                 column="gain",
                 predicted=row.gain,

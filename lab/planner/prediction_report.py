@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from lab.planner.calibration import Calibration
 from lab.planner.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredTable
-from lab.planner.prediction import CellError, Prediction, cell_errors
+from lab.planner.prediction import CellDeviation, Prediction, cell_deviations
 
 GOAL = 0.10
 """A cell within 10% of the measured one (the gain: within 10 points) meets the goal."""
@@ -34,7 +34,7 @@ SHARED_WORKER = (
 )
 
 
-def reason(cell: CellError, workers: int) -> str:
+def reason(cell: CellDeviation, workers: int) -> str:
     """The known effect that pushes this cell the way it missed, or "" (docs/lab-prediction.md)."""
     if cell.column == "gain":
         return "it follows the two requests/s cells"
@@ -72,7 +72,7 @@ def render(
         lines += [reused, ""]
     lines += _predicted_table(prediction.table())
     if measured is not None:
-        cells = cell_errors(prediction.table(), measured)
+        cells = cell_deviations(prediction.table(), measured)
         lines += _comparison(cells, measured.source, prediction.sweep.workers)
     lines += _cache_hits(prediction)
     if second is not None:
@@ -125,7 +125,7 @@ def _predicted_table(table: MeasuredTable) -> list[str]:
     return [*lines, ""]
 
 
-def _comparison(cells: list[CellError], source: str, workers: int) -> list[str]:
+def _comparison(cells: list[CellDeviation], source: str, workers: int) -> list[str]:
     lines = [
         f"## Against {source}",
         "",
@@ -145,7 +145,7 @@ def _comparison(cells: list[CellError], source: str, workers: int) -> list[str]:
     return [*lines, ""]
 
 
-def _within_goal(cells: list[CellError]) -> str:
+def _within_goal(cells: list[CellDeviation]) -> str:
     met = sum(abs(cell.error) <= GOAL for cell in cells)
     return f"{met} of {len(cells)} cells within 10% (the gain: within 10 points)."
 
@@ -157,13 +157,13 @@ def _label(column: str) -> str:
     return f"{SHORT[profile]} {LABELS[metric][0]}"
 
 
-def _number(cell: CellError, value: float) -> str:
+def _number(cell: CellDeviation, value: float) -> str:
     if cell.column == "gain":
         return f"{value:+.0%}"
     return LABELS[cell.column.split(" ")[1]][1].format(value)
 
 
-def _error(cell: CellError) -> str:
+def _error(cell: CellDeviation) -> str:
     if cell.column == "gain":
         return f"{cell.error * 100:+.0f} pts"
     return f"{cell.error:+.1%}"
@@ -190,9 +190,9 @@ def _cache_hits(prediction: Prediction) -> list[str]:
     return [*lines, ""]
 
 
-def slowdown_differences(first: Prediction, second: Prediction) -> list[CellError]:
+def slowdown_differences(first: Prediction, second: Prediction) -> list[CellDeviation]:
     """Every cell of `second` against `first` (its 'measured')."""
-    return cell_errors(second.table(), first.table())
+    return cell_deviations(second.table(), first.table())
 
 
 def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
@@ -225,7 +225,7 @@ def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
     return [*lines, ""]
 
 
-def summary(cells: list[CellError]) -> list[str]:
+def summary(cells: list[CellDeviation]) -> list[str]:
     """Every cell as "predicted vs measured (error)", compactly (the README's table): the columns
     every level has, then the cells only some levels have."""
     levels = sorted({cell.concurrency for cell in cells})
@@ -264,7 +264,7 @@ def _heading(column: str) -> str:
     return label[0].upper() + label[1:]
 
 
-def _versus(cell: CellError) -> str:
+def _versus(cell: CellDeviation) -> str:
     return f"{_number(cell, cell.predicted)} vs {_number(cell, cell.measured)} ({_error(cell)})"
 
 

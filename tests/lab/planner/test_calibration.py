@@ -11,7 +11,7 @@ from components.routing import RoutingProfile
 from lab.mocker_timing import prefill_ms
 from lab.planner.calibration import Calibration, CalibrationError, calibrate, first_knobs
 from lab.planner.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, MeasuredTable
-from lab.planner.prediction import cell_errors, predict
+from lab.planner.prediction import cell_deviations, predict
 from lab.planner.prediction_report import render
 from lab.planner.service_times import ModelMismatch, ServiceTimes
 from lab.sweep import LabSweep
@@ -145,7 +145,7 @@ def test_prediction_uses_littles_law_and_every_cell_is_compared() -> None:
     lab_mean = c16.lab[RR.value].request_latency_mean_ms
     assert lab_mean is not None
     assert c16.round_robin.requests_per_second == pytest.approx(16 * 1000 / lab_mean)
-    cells = cell_errors(prediction.table(), RECIPE_TABLE)
+    cells = cell_deviations(prediction.table(), RECIPE_TABLE)
     # c=1: req/s and TTFT p50 of each profile, and the gain; c=16: all five of each, and the gain
     assert len(cells) == 5 + 11
     rr_rps = next(

@@ -9,7 +9,7 @@ import pytest
 
 from lab.planner.calibration import Calibration
 from lab.planner.measured_table import RECIPE_TABLE
-from lab.planner.prediction import CellError, Prediction, cell_errors
+from lab.planner.prediction import CellDeviation, Prediction, cell_deviations
 from lab.planner.prediction_report import (
     LAB_OVERHEAD,
     QUEUE_BEFORE_ENGINE,
@@ -20,8 +20,10 @@ from lab.planner.prediction_report import (
 )
 
 
-def cell(concurrency: int, column: str, error: float) -> CellError:
-    return CellError(concurrency=concurrency, column=column, predicted=1, measured=1, error=error)
+def cell(concurrency: int, column: str, error: float) -> CellDeviation:
+    return CellDeviation(
+        concurrency=concurrency, column=column, predicted=1, measured=1, error=error
+    )
 
 
 @pytest.mark.parametrize(
@@ -45,7 +47,7 @@ def cell(concurrency: int, column: str, error: float) -> CellError:
     ],
 )
 def test_a_missed_cell_names_the_effect_that_pushes_it_that_way(
-    missed: CellError, why: str
+    missed: CellDeviation, why: str
 ) -> None:
     assert reason(missed, workers=8) == why
 
@@ -82,7 +84,7 @@ def test_the_prediction_page_shows_the_committed_prediction() -> None:
     start = text.index("\n", text.index(SUMMARY_START)) + 1
     shown = text[start : text.index(SUMMARY_END)]
 
-    expected = "\n".join(summary(cell_errors(prediction.table(), RECIPE_TABLE))) + "\n"
+    expected = "\n".join(summary(cell_deviations(prediction.table(), RECIPE_TABLE))) + "\n"
     assert shown == expected, (
         f"docs/lab-prediction.md's table is stale; it should read:\n{expected}"
     )
