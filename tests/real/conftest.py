@@ -20,7 +20,7 @@ from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.engine import Engine, EngineError, cache_home, located
 from testenv.local_stacks import LocalStacks
-from tests.real.support import MIN_FREE_VOLUMES, delete_namespaces
+from tests.real.support import MIN_FREE_VOLUMES, delete_namespaces, stop_engine_processes
 from tests.support import NGC_KEY
 
 
@@ -50,8 +50,12 @@ def local_cluster(
 
 
 @pytest.fixture
-def stacks(local_cluster: local.LocalCluster, tmp_path: Path) -> Iterator[LocalStacks]:
+def stacks(
+    local_cluster: local.LocalCluster, engine: Engine, tmp_path: Path
+) -> Iterator[LocalStacks]:
     if local_cluster.free_volumes() < MIN_FREE_VOLUMES:
         local_cluster.add_volumes(MIN_FREE_VOLUMES)
-    yield LocalStacks.create(tmp_path, local_cluster, {"NGC_API_KEY": NGC_KEY})
+    created = LocalStacks.create(tmp_path, local_cluster, {"NGC_API_KEY": NGC_KEY})
+    yield created
+    stop_engine_processes(engine, created)  # a plugin of a CLI the test killed
     delete_namespaces(local_cluster)

@@ -8,10 +8,13 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
 from testenv import cluster as local
+from testenv.engine import Engine
+from testenv.local_stacks import LocalStacks
 from tests.support import NGC_KEY
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -59,3 +62,29 @@ def wait_until(condition: Callable[[], bool], what: str, seconds: float = 60.0) 
             return
         time.sleep(0.2)
     pytest.fail(f"not seen within {seconds:.0f} s: {what}")
+
+
+def engine_processes(engine: Engine, stacks: LocalStacks) -> list[str]:
+    """The engine's processes of one test ("<pid> <executable>"): its backend is in their
+    environment (the CLI and its plugins inherit it), so another test's, run beside it, are not
+    counted. A plugin outlives a CLI killed with SIGKILL (it is in a process group of its own)."""
+    backend = f"PULUMI_BACKEND_URL={stacks.env['PULUMI_BACKEND_URL']}\0".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            exe = os.readlink(entry / "exe")
+            environment = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if exe.startswith(str(engine.root)) and backend in environment:
+            found.append(f"{entry.name} {exe}")
+    return found
+
+
+def stop_engine_processes(engine: Engine, stacks: LocalStacks) -> None:
+    """What a test's killed CLI left running, stopped by PID."""
+    for found in engine_processes(engine, stacks):
+        try:
+            os.kill(int(found.split()[0]), signal.SIGKILL)
+        except ProcessLookupError:
+            pass

@@ -13,27 +13,24 @@ Interrupts during the stages themselves are the orchestrator's, tested with a sc
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from testenv import cluster as local
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, engine_processes, exists, paused_kwok, wait_until
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "dgd/cosmos3-nano-reasoner-agg-h200-round-robin"
 HOLD = "cosmos3.local/hold"
 RUN_ID = "interrupted-run"
 PROFILES = ("round-robin", "session-affinity")
-PLUGINS = ("pulumi-language-python", "pulumi-resource-kubernetes", "pulumi")
 
 
 class AbRun:
@@ -83,27 +80,7 @@ def assert_left_clean(stacks: LocalStacks, cluster: local.LocalCluster, engine: 
         exported = json.loads(stacks.run("stack", "export", "--stack", profile).stdout)
         assert not exported["deployment"].get("pending_operations"), profile
         stacks.run("preview", "--stack", profile)  # a lock would fail it
-    assert plugin_processes(engine, stacks) == []
-
-
-def plugin_processes(engine: Engine, stacks: LocalStacks) -> list[str]:
-    """The engine's processes of this test: its backend is in their environment (the CLI and its
-    plugins inherit it), so another test's, run beside it, are not counted."""
-    backend = f"PULUMI_BACKEND_URL={stacks.env['PULUMI_BACKEND_URL']}\0".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        try:
-            exe = os.readlink(entry / "exe")
-            environment = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if (
-            exe.startswith(str(engine.root))
-            and Path(exe).name in PLUGINS
-            and backend in environment
-        ):
-            found.append(f"{entry.name} {exe}")
-    return found
+    assert engine_processes(engine, stacks) == []
 
 
 def resumes(stacks: LocalStacks) -> None:
@@ -192,6 +169,6 @@ def test_a_second_interrupt_exits_at_once_with_the_command_that_recovers(
     # The CLI runs in a session of its own: it still finishes the destroy, and lets go of the lock.
     release(local_cluster)
     wait_until(
-        lambda: plugin_processes(engine, stacks) == [], "the abandoned destroy's CLI ends", 120
+        lambda: engine_processes(engine, stacks) == [], "the abandoned destroy's CLI ends", 120
     )
     assert_left_clean(stacks, local_cluster, engine)
