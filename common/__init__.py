@@ -1,5 +1,6 @@
 """What every room of the house shares, standard library only: the credential masker, checked
-input files, output folders a command owns and locks, and where the repository is."""
+input files, output folders a command owns and locks, reserved loopback ports, and where the
+repository is."""
 
 from pathlib import Path
 

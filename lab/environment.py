@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.ports import LOOPBACK
 from stages.errors import StageFailed
-from stages.local.run import LOOPBACK
 
 DEFAULT_LAB_HOME = REPO_ROOT / os.environ.get("LAB_HOME", ".lab")
 """`LAB_HOME` (relative to the repository, as in setup.sh) moves the whole lab install."""

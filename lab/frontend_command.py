@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stages.local.run import LOOPBACK
+from common.ports import LOOPBACK
 
 
 @dataclass(frozen=True)

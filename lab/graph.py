@@ -29,9 +29,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import shutil
-import socket
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -42,6 +40,7 @@ from typing import Self
 import requests
 
 from common import REPO_ROOT
+from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, LabInstall, dynamo_environment
@@ -55,14 +54,12 @@ from stages.incluster.processes import (
     groups_rss_bytes,
     start_group_process,
 )
-from stages.local.run import LOOPBACK, free_port
 
 DEFAULT_WORKERS = 8
 MAX_WORKERS = 128
 """What one machine runs: each mock worker holds about 115 MiB and 4 ZMQ sockets (128: ~15 GiB)."""
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.25
-SYSTEM_PORT_RANGE = (20000, 32768)
 GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
 
 
@@ -110,25 +107,6 @@ class GraphSpec:
         return [str(python), "-m", "dynamo.frontend", *frontend_args(self.routing)]
 
 
-def free_low_port(taken: set[int]) -> int:
-    """A free loopback port below 32768, for DYN_SYSTEM_PORT.
-
-    Dynamo 1.6.1 parses DYN_SYSTEM_PORT as a signed 16-bit number, and the OS hands out ports from
-    32768 upwards, so the worker metrics ports are probed in a lower range instead.
-    """
-    for candidate in random.sample(range(*SYSTEM_PORT_RANGE), k=200):
-        if candidate in taken:
-            continue
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-            try:
-                probe.bind((LOOPBACK, candidate))
-            except OSError:
-                continue
-        taken.add(candidate)
-        return candidate
-    raise LabGraphError(f"no free loopback port in {SYSTEM_PORT_RANGE}")
-
-
 def lab_outputs(spec: GraphSpec, port: int) -> StackOutputs | None:
     """The stack-output contract for a lab graph, shaped like a cluster stack's outputs; None for
     a controller's graph (its stack has the outputs)."""
@@ -164,7 +142,6 @@ class LabGraph:
         """The frontend, then the workers."""
         self.delay_proxy: GroupProcess | None = None
         self.worker_metrics_urls: list[str] = []
-        self._metrics_ports: set[int] = set()
         self.frontend_port = 0
         self.outputs_path = self.run_dir / "outputs.json"
         self._outputs: StackOutputs | None = None
@@ -256,7 +233,7 @@ class LabGraph:
         self._spawn("frontend", argv, env | own_env | {"PATH": path} | listen)
 
     def _start_worker(self, index: int, env: dict[str, str]) -> None:
-        metrics_port = free_low_port(self._metrics_ports)
+        metrics_port = free_port()  # below 32768: Dynamo's DYN_SYSTEM_PORT parser
         # Laid out by hand (formatter skipped): a command line, each option beside its value.
         argv = [
             str(self.spec.install.dynamo_python), "-m", "dynamo.mocker",

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.ports import LOOPBACK, free_port
 from testenv.cluster import processes
-from testenv.cluster.components import LOOPBACK, free_port
 from testenv.engine import cache_home
 from testenv.engine.build import s3_server
 

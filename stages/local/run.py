@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from stages.core.aiperf import NEW_CONNECTIONS
 from stages.core.pod_log import LogEcho, PodRun
@@ -46,7 +47,6 @@ from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import running_group
 from stages.local.host_load import HostSampler
 
-LOOPBACK = "127.0.0.1"
 POLL_SECONDS = 0.5
 LOCAL_HEARTBEAT_SECONDS = 15.0
 PROGRAM_STOP_GRACE_SECONDS = 30.0
@@ -104,13 +104,6 @@ def require_listening(outputs: StackOutputs) -> None:
             f" the graph {outputs.graph_name} that these outputs describe is not running; start it"
             " again (`python -m lab up` writes fresh outputs) and pass its outputs.json"
         ) from None
-
-
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the OS picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 def _printer(stage: str, stream: TextIO | None) -> Callable[[str], None]:

@@ -2,29 +2,22 @@
 
 etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, with the flags
 ../shared/reference/real-engine.md section 5 found necessary on 1.37.2 (each one is said where it
-matters). Every port is a free one picked at `up`; nothing binds a wildcard address. kwok is given
-no `--server-address`, so it serves nothing at all.
+matters). Every port is a free one reserved at `up` (common/ports.py); nothing binds a wildcard
+address. kwok is given no `--server-address`, so it serves nothing at all.
 """
 
 from __future__ import annotations
 
-import socket
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.ports import LOOPBACK, free_port
 from testenv.cluster.pki import Pki
 from testenv.engine import Engine
 
-LOOPBACK = "127.0.0.1"
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"
 KWOK_NODE_SELECTOR = "kwok.x-k8s.io/node=fake"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind((LOOPBACK, 0))
-        return int(probe.getsockname()[1])
 
 
 @dataclass(frozen=True)

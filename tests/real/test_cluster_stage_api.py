@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
+from common.ports import free_port
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.cli import main
@@ -33,7 +34,6 @@ from stages.cluster.job_runner import JobRunner, WaitLimits
 from stages.cluster.kubernetes_api import KubernetesApi
 from stages.cluster.run import ClusterOptions, connect, smoke_objects
 from stages.errors import EXIT_CLUSTER_UNREACHABLE, ClusterUnreachable
-from stages.local.run import free_port
 from testenv import cluster as local
 from testenv.cluster import objects as cluster_objects
 from tests.real.support import delete_namespaces, paused_kwok, wait_until

@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from common import REPO_ROOT
+from common.ports import LOOPBACK
 from stages.archive import ArchiveConflictError, ArchiveLocation
 from stages.archive.stores import Bucket
-from testenv.cluster.components import LOOPBACK
 from testenv.s3_server import SERVERS, S3Server
 from tests.real.listening import listening
 from tests.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY

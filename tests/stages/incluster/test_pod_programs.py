@@ -14,6 +14,7 @@ from pathlib import Path
 import imageio_ffmpeg  # type: ignore[import-untyped]
 import pytest
 
+from common.ports import free_port
 from components.routing import RoutingProfile
 from stages.core.pod_log import PodRun
 from stages.core.pod_plans import SMOKE_CONFIG, PodPlace, smoke_pod_config
@@ -26,7 +27,7 @@ from stages.incluster.log_exports import (
     export_lines,
 )
 from stages.local import run as local_run
-from stages.local.run import free_port, run_program
+from stages.local.run import run_program
 from tests.stages.support import lab_outputs_for
 from tests.support import StandInHandler, stand_in_server
 

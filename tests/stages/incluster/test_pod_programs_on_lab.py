@@ -15,6 +15,7 @@ from pathlib import Path
 import imageio_ffmpeg  # type: ignore[import-untyped]
 import pytest
 
+from common.ports import free_port
 from components.routing import RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
@@ -23,7 +24,7 @@ from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.core.verdicts import sweep_results
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl
-from stages.local.run import PROGRAM_LOG, free_port, run_program
+from stages.local.run import PROGRAM_LOG, run_program
 from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab

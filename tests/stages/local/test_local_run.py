@@ -15,13 +15,14 @@ from typing import Any
 
 import pytest
 
+from common.ports import free_port
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from lab.standin import VideoStandIn
 from lab.workload import LAB_WORKLOAD
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
-from stages.local.run import LocalTools, free_port, run_local_perf
+from stages.local.run import LocalTools, run_local_perf
 from tests.stages.support import FIXTURES, lab_outputs_for
 from tests.support import StandInHandler, stand_in_server
 
