@@ -29,6 +29,7 @@ from pathlib import Path
 
 from common.credentials import masked_output
 from common.output_folders import OutputFolderError, os_error_reason
+from common.parsers import CommandParser, add_subcommands
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
 from lab.cluster_ab import LabClusterAbTarget
@@ -49,7 +50,6 @@ from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.options import add_workload_arguments, checked_option, positive_integer_option
-from stages.parsers import add_subcommands
 
 
 def _ab(args: argparse.Namespace) -> int:
@@ -141,7 +141,7 @@ def watch(graph: LabGraph) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m lab", description=__doc__.splitlines()[0])
+    parser = CommandParser(prog="python -m lab", description=__doc__.splitlines()[0])
     commands = add_subcommands(parser, dest="command", required=True, metavar="COMMAND")
 
     ab = commands.add_parser(

@@ -17,7 +17,6 @@ including installs, the lab graph under 2 GiB.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.parsers import CommandParser
 from testenv.project_copy import copy_project
 
 TARGET_TOTAL_SECONDS = 600
@@ -96,9 +96,7 @@ def measure(root: Path, env: dict[str, str], install_project_venv: bool) -> Meas
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m lab.benchmark", description=__doc__.splitlines()[0]
-    )
+    parser = CommandParser(prog="python -m lab.benchmark", description=__doc__.splitlines()[0])
     parser.add_argument(
         "--fresh-copy", action="store_true", help="run in a copy, installing everything"
     )

@@ -17,7 +17,6 @@ runs: they are the reference.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -28,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.parsers import CommandParser
 from components.routing import RoutingProfile
 from stages.core.ab_pair import ABPair, gain_percent
 from stages.core.ab_verdict import verdict_line
@@ -149,7 +149,7 @@ def render(idle: list[AbMeasurement], busy: list[AbMeasurement], loops: int) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--idle-runs", type=int, default=2)
     parser.add_argument("--busy-runs", type=int, default=1)
     parser.add_argument("--busy-loops", type=int, default=os.cpu_count() or 1)

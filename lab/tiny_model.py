@@ -13,7 +13,6 @@ Run with the Dynamo venv's Python (it has `tokenizers`), from the repository roo
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
 from common.output_folders import OutputFolderError, claimed_folder
+from common.parsers import CommandParser
 from lab.standin import vocabulary
 
 MODEL_NAME = "tiny-llama"
@@ -180,7 +180,7 @@ def build(out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = CommandParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True, help="model directory to write")
     args = parser.parse_args(argv)
     try:

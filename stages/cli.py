@@ -28,6 +28,7 @@ from pathlib import Path
 
 from common.credentials import masked_output
 from common.output_folders import OutputFolderError, claimed_folder, os_error_reason
+from common.parsers import CommandParser, add_subcommands
 from components.contract import OutputsError, StackOutputs
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
@@ -56,7 +57,6 @@ from stages.options import (
     cluster_options,
     workload_from_args,
 )
-from stages.parsers import add_subcommands
 from stages.targets import stage_target
 
 DEFAULT_PERF_DIR = Path("build/perf")
@@ -278,7 +278,7 @@ def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m stages",
         description=__doc__.splitlines()[0],
         epilog=exit_status_help(),

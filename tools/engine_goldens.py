@@ -20,7 +20,6 @@ engine's output drifts from them.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import json
 import re
@@ -30,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.parsers import CommandParser
 from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
@@ -116,7 +116,7 @@ def drift(files: dict[Path, str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m tools.engine_goldens", description=__doc__.split("\n\n")[0]
     )
     mode = parser.add_mutually_exclusive_group(required=True)

@@ -11,7 +11,6 @@ stack with the example site values (`--example-site`), secrets masked.
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import pulumi
 
 from common import REPO_ROOT
+from common.parsers import CommandParser
 from tools.render import render_files, render_stack, write_render
 from tools.stack_files import SHIPPED_STACKS, example_site_for
 
@@ -71,9 +71,7 @@ def update(stack: str) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.golden", description=__doc__.split("\n\n")[0]
-    )
+    parser = CommandParser(prog="python -m tools.golden", description=__doc__.split("\n\n")[0])
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument(
         "--check", action="store_true", help="diff the committed manifests against a fresh render"

@@ -25,6 +25,7 @@ from pulumi import RunError
 
 from common.credentials import mask_values, masked_output
 from common.output_folders import claimed_folder, os_error_reason
+from common.parsers import CommandParser
 from tools.mock_engine import ProgramRun, mask_secrets
 from tools.offline import run_program, shared_layer_outputs, shared_stack_name
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
@@ -120,9 +121,7 @@ def parse_set(items: list[str]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.render", description=__doc__.split("\n\n")[0]
-    )
+    parser = CommandParser(prog="python -m tools.render", description=__doc__.split("\n\n")[0])
     parser.add_argument("--stack", required=True, choices=SHIPPED_STACKS)
     parser.add_argument(
         "--out", type=Path, required=True, help="directory for the YAML and outputs.json"

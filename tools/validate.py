@@ -37,6 +37,7 @@ from pathlib import Path
 from pulumi import RunError
 
 from common.credentials import masked_output
+from common.parsers import CommandParser
 from testenv import cluster
 from testenv.crd import CRD_NAME, ENV, GRAPH_KIND, CrdError, crd_path, load_crd
 from testenv.engine import EngineError, cache_home, located
@@ -108,9 +109,7 @@ def _report(stack: str, objects: Sequence[Manifest], violations: Sequence[Violat
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m tools.validate", description=__doc__.split("\n\n")[0]
-    )
+    parser = CommandParser(prog="python -m tools.validate", description=__doc__.split("\n\n")[0])
     which = parser.add_mutually_exclusive_group()
     which.add_argument(
         "--stack", action="append", choices=SHIPPED_STACKS, help="a shipped stack (repeatable)"

@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from common.credentials import masked_output
 from common.output_folders import OutputFolderError, os_error_reason
+from common.parsers import CommandParser, add_subcommands
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
 from stages.archive.push import archive_plan, archive_run, resume_run
@@ -49,7 +50,6 @@ from stages.archive.runs import (
     list_runs,
 )
 from stages.errors import EXIT_USAGE
-from stages.parsers import add_subcommands
 
 PROG = "python -m stages archive"
 DESCRIPTION = "Store stage results in S3 by stack, profile and run; list and download them."
@@ -86,7 +86,7 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one archive subcommand; returns the exit status."""
-    parser = argparse.ArgumentParser(prog=PROG, description=DESCRIPTION)
+    parser = CommandParser(prog=PROG, description=DESCRIPTION)
     configure_parser(parser)
     with masked_output():
         return run(parser.parse_args(argv))

@@ -8,18 +8,18 @@ python -m testenv.cluster down --out build/cluster   # stops what up started, by
 
 from __future__ import annotations
 
-import argparse
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from common.parsers import CommandParser
 from testenv import cluster, crd
 from testenv.engine import EngineError, cache_home, located
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m testenv.cluster",
         description="A local control plane (kube-apiserver + kwok GPU nodes) on 127.0.0.1.",
     )

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 
+from common.parsers import CommandParser
 from testenv.engine import __doc__ as package_doc
 from testenv.engine.build import build, build_tools
 from testenv.engine.go import EngineError
@@ -19,7 +19,7 @@ def shell_exports(engine: Engine) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+    parser = CommandParser(
         prog="python -m testenv.engine", description=(package_doc or "").split("\n")[0]
     )
     parser.add_argument("command", choices=("build", "env", "path"))
