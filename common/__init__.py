@@ -1,6 +1,6 @@
 """What every room of the house shares, standard library only: the credential masker, checked
-input files, output folders a command owns and locks, reserved loopback ports, and where the
-repository is."""
+input files, output folders a command owns and locks (and the paths it may touch in them, never
+through a link), reserved loopback ports, and where the repository is."""
 
 from pathlib import Path
 

@@ -5,15 +5,21 @@ Every command that writes a folder (`--out`, `--dest`) claims it first (`claimed
 - a new or empty folder becomes the command's: it gets `.written-files.json`, which names the
   writer and, for a command that tracks its files (the offline render, the golden manifests), the
   files it wrote;
-- a folder with that marker from the same writer is the command's again;
+- a folder with that marker from the same writer is the command's again; so is one that holds
+  nothing but folders with its marker (`build/lab` after `build/lab/predict`);
 - anything else is refused before anything is written, with a message naming the option: a file
   where the folder should be, the project's own folder or one above it, a folder holding files the
-  command did not write, a folder another command owns.
+  command did not write, a folder another command owns, a marker listing a name that is not a
+  plain file name of the folder (`../`, an absolute path: a marker is data, never a licence).
+
+A folder a claim makes on the way (`build/lab` for `build/lab/predict`) gets no marker: it is not
+the command's, so a file a user puts there later is never replaced.
 
 While the command runs it holds the folder's lock (`common.run_lock`): a second run on the same
 folder is refused, naming the first. A tracking command replaces its files with `replace_files`,
-which removes a file it no longer writes only when its marker lists it. Nothing else is ever
-deleted.
+which removes a file it no longer writes only when its marker lists it and it is still a regular
+file. Nothing else is ever deleted. Every path below the folder is checked on the way
+(`common.confined_paths`): never through a link, never out of the folder.
 
 Standard library only: the tools, the stages and the lab all use it.
 """
@@ -22,20 +28,35 @@ from __future__ import annotations
 
 import errno
 import json
-import os
 import sys
-import tempfile
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.run_lock import LOCK_FILE, FolderInUse, RunLock, acquire
+from common import REPO_ROOT
+from common.confined_paths import (
+    OutputFolderError,
+    holding,
+    inside,
+    name_problem,
+    remove_inside,
+    write_inside,
+)
+from common.run_lock import LOCK_FILE, FolderInUse, ForeignLock, RunLock, acquire
+
+__all__ = [
+    "MARKER_FILE",
+    "OWNERSHIP_FILES",
+    "OutputFolderError",
+    "OwnedFolder",
+    "claimed_folder",
+    "os_error_reason",
+]
 
 MARKER_FILE = ".written-files.json"
 OWNERSHIP_FILES = frozenset({MARKER_FILE, LOCK_FILE})
 """The files a claim adds to a folder: never results, never archived."""
-from common import REPO_ROOT
 
 SHOWN_NAMES = 3
 
@@ -48,10 +69,6 @@ _REASONS = {
 }
 
 
-class OutputFolderError(ValueError):
-    """A folder a command may not write, or cannot; the message names the option and the fix."""
-
-
 def os_error_reason(error: OSError) -> str:
     """What went wrong, in words a user acts on: a full disk, no permission, ..."""
     return _REASONS.get(error.errno or 0) or error.strerror or type(error).__name__
@@ -62,19 +79,35 @@ class OwnedFolder:
     """A folder this run owns and has locked."""
 
     path: Path
+    """The folder as the user named it (for messages and the paths a command prints)."""
+    root: Path
+    """The folder resolved once, at the claim: every path below it is checked from here."""
     writer: str
     listed: frozenset[str] | None
     """The files the marker lists (a tracking writer), or None: the whole folder is the writer's."""
     lock: RunLock
 
     def replace_files(self, files: Mapping[str, bytes]) -> list[Path]:
-        """Write `files` (name -> content) and remove the listed files no longer among them;
-        each write replaces the name whole, never through a link that stands there."""
-        written = [write_whole(self.path / name, content) for name, content in files.items()]
+        """Write `files` (name -> content) and remove the listed files no longer among them.
+
+        Every name is a plain file name of the folder, checked before anything is written; each
+        write replaces the name whole, never through a link; a listed file is removed only while
+        it is a regular file (`common.confined_paths`)."""
+        for name in files:
+            if problem := _file_name_problem(name):
+                raise OutputFolderError(
+                    f"{self.path}: refused to write {name!r}, which is not a file name inside "
+                    f"the folder ({problem}); nothing was written"
+                )
+            inside(self.root, name)  # no link or folder stands at the name
+        written = []
+        for name, content in files.items():
+            write_inside(self.root, name, content)
+            written.append(self.path / name)
         for stale in sorted((self.listed or frozenset()) - set(files)):
-            (self.path / stale).unlink(missing_ok=True)
+            remove_inside(self.root, stale)
         self.listed = frozenset(files)
-        _write_marker(self.path, self.writer, self.listed)
+        _write_marker(self.root, self.writer, self.listed)
         return written
 
 
@@ -96,11 +129,15 @@ def claimed_folder(
     made = [path for path in (folder, *folder.parents) if not path.exists()]
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        lock = acquire(folder, command or writer)
+        root = folder.resolve()
+        lock = acquire(root, command or writer)
     except FolderInUse as error:
         raise OutputFolderError(
             f"{option} {folder}: {error}; wait for it to finish or choose another {option}"
         ) from None
+    except ForeignLock as error:  # a link or a folder where the lock should be: never followed
+        _remove_empty(made)
+        raise OutputFolderError(f"{option} {folder}: {error}") from None
     except OSError as error:
         _remove_empty(made)
         raise OutputFolderError(
@@ -110,11 +147,10 @@ def claimed_folder(
         if lock.previous_owner:
             taken = f"took over the lock of {lock.previous_owner}, which is gone"
             print(f"{option} {folder}: {taken}", file=sys.stderr)
-        if not (folder / MARKER_FILE).is_file():
-            _write_marker(folder, writer, listed)
-        for parent in made[1:]:  # made for this folder: the writer's too (`build/lab` of
-            _write_marker(parent, writer, None)  # `build/lab/predict`), so it may claim them
-        yield OwnedFolder(folder, writer, listed, lock)
+        if _read_marker(root) is None:  # new, or holding only folders of the writer's
+            _write_marker(root, writer, listed)
+        with holding(root):
+            yield OwnedFolder(folder, root, writer, listed, lock)
     except BaseException:
         lock.release()
         _remove_empty(made)  # refused before it wrote anything: leave no trace of the claim
@@ -158,18 +194,26 @@ def _claimable(
     try:
         marker = _read_marker(folder)
         names = sorted(p.name for p in folder.iterdir() if p.name not in OWNERSHIP_FILES)
+        if marker is not None and marker[0] == writer:
+            _check_listing(folder, where, marker[1])
+        # Without a marker every file is someone else's: a name alone cannot tell (a user's
+        # outputs.json or report.md looks like ours), so nothing is taken over by its name. A
+        # whole-folder writer's marker (no listing) makes every file its own; a tracking
+        # writer's, only the regular files it lists.
+        whole = marker is not None and marker[1] is None and not tracks_files
+        listed = (marker[1] if marker is not None else None) or frozenset()
+        foreign = [
+            name
+            for name in names
+            if not whole and not _listed_file(folder, name, listed)
+            and not _writers_own_folder(folder / name, writer)
+        ]  # fmt: skip
     except OSError as error:
         raise OutputFolderError(f"{where} cannot be read ({os_error_reason(error)})") from None
     if marker is not None and marker[0] != writer:
         raise OutputFolderError(
             f"{where} holds the output of `{marker[0]}`, not of `{writer}`: choose another {option}"
         )
-    # Without a marker every file is someone else's: a name alone cannot tell (a user's
-    # outputs.json or report.md looks like ours), so nothing is taken over by its name.
-    listed = marker[1] if marker is not None else frozenset()
-    foreign = [n for n in names if listed is not None and n not in listed]
-    if marker is not None and not tracks_files:
-        foreign = []
     if foreign:
         shown = ", ".join(foreign[:SHOWN_NAMES]) + (", ..." if len(foreign) > SHOWN_NAMES else "")
         raise OutputFolderError(
@@ -180,14 +224,51 @@ def _claimable(
     return listed if tracks_files else None
 
 
+def _listed_file(folder: Path, name: str, listed: frozenset[str]) -> bool:
+    """A file the marker lists, still a regular file (a link or folder there is someone else's)."""
+    return name in listed and (folder / name).is_file() and not (folder / name).is_symlink()
+
+
+def _writers_own_folder(path: Path, writer: str) -> bool:
+    """A real folder (not a link) with the writer's marker: its output, made before this one."""
+    if path.is_symlink() or not path.is_dir():
+        return False
+    marker = _read_marker(path)
+    return marker is not None and marker[0] == writer
+
+
+def _check_listing(folder: Path, where: str, listed: frozenset[str] | None) -> None:
+    """Every name the marker lists is a plain file name of `folder`; else refused, naming it."""
+    for name in sorted(listed or ()):
+        if problem := _file_name_problem(name):
+            raise OutputFolderError(
+                f"{where}: its {MARKER_FILE} lists {name!r}, which is not a file name inside the "
+                f"folder ({problem}); a marker lists only the files its writer wrote there, and "
+                f"nothing is removed on its word: remove that entry from {folder / MARKER_FILE}"
+            )
+
+
+def _file_name_problem(name: str) -> str | None:
+    """Why `name` is not a plain file name of a folder (a tracking writer writes no subfolder)."""
+    if problem := name_problem(name):
+        return problem
+    if "/" in name:
+        return "it names a file in a subfolder"
+    return "it is the claim's own file" if name in OWNERSHIP_FILES else None
+
+
 def _read_marker(folder: Path) -> tuple[str, frozenset[str] | None] | None:
     path = folder / MARKER_FILE
+    if path.is_symlink():  # read through a link, it would be another folder's word
+        return "an unknown command (its .written-files.json is a link)", None
     if not path.is_file():
         return None
     try:
         marker = json.loads(path.read_text())
         files = marker.get("files")
-        listed = None if files is None else frozenset(str(name) for name in files)
+        if files is not None and not all(isinstance(name, str) for name in files):
+            raise TypeError("a listed name that is not a string")
+        listed = None if files is None else frozenset(files)
         return str(marker["writer"]), listed
     except (ValueError, KeyError, TypeError, AttributeError):
         return "an unknown command (its .written-files.json is unreadable)", None
@@ -196,21 +277,4 @@ def _read_marker(folder: Path) -> tuple[str, frozenset[str] | None] | None:
 def _write_marker(folder: Path, writer: str, listed: frozenset[str] | None) -> None:
     files = None if listed is None else sorted(listed)
     content = json.dumps({"writer": writer, "files": files}, indent=2) + "\n"
-    write_whole(folder / MARKER_FILE, content.encode())
-
-
-def write_whole(path: Path, content: bytes) -> Path:
-    """`content` under `path`, all or nothing: a temporary file renamed over the name."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", delete=False) as tmp:
-        try:
-            tmp.write(content)
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    try:
-        os.replace(tmp.name, path)
-    except BaseException:
-        os.unlink(tmp.name)
-        raise
-    os.chmod(path, 0o644)
-    return path
+    write_inside(folder, MARKER_FILE, content)

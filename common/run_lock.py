@@ -6,15 +6,22 @@ the message a second run gets. The kernel releases a flock when its owner dies, 
 locks nothing: the next run takes it over and says whose it was. The file is removed when the run
 ends; a run that finds the file replaced under it takes the new one instead.
 
+The lock file is the command's own, never a link: it is opened without following one
+(`O_NOFOLLOW`), and a lock that is a link, not a regular file, or a file with another name too (a
+hard link) is refused before a byte of it is changed, naming it. So a `.run.lock` planted as a
+link to a user's file never truncates that file.
+
 Standard library only. Used through `common.output_folders`, by every command that writes an
 output folder.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import json
 import os
+import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +31,10 @@ LOCK_FILE = ".run.lock"
 
 class FolderInUse(ValueError):
     """Another run holds the folder's lock; the message names it."""
+
+
+class ForeignLock(ValueError):
+    """The lock file is a link, not a regular file, or linked elsewhere: not the command's own."""
 
 
 @dataclass
@@ -38,7 +49,8 @@ class RunLock:
         if self.descriptor < 0:
             return
         try:
-            self.path.unlink(missing_ok=True)  # while still held: nobody else can have it yet
+            if _same_file(self.descriptor, self.path):  # never a link put in its place
+                self.path.unlink()  # while still held: nobody else can have it yet
         finally:
             os.close(self.descriptor)
             self.descriptor = -1
@@ -60,7 +72,7 @@ def acquire(folder: Path, command: str) -> RunLock:
     """
     path = folder / LOCK_FILE
     while True:
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        descriptor = _open_own(path)
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -85,12 +97,42 @@ def acquire(folder: Path, command: str) -> RunLock:
     return RunLock(path, descriptor, previous)
 
 
+def _open_own(path: Path) -> int:
+    """The lock file, opened (made when absent) only if it is a regular file of its own name."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as error:
+        if error.errno == errno.EISDIR:
+            raise ForeignLock(f"{path} is a folder, not a lock file of ours: remove it") from None
+        if error.errno != errno.ELOOP:
+            raise
+        raise ForeignLock(
+            f"{path} is a symbolic link (to {os.readlink(path)}), not a lock file of ours: it is "
+            "never followed; remove the link"
+        ) from None
+    info = os.fstat(descriptor)
+    problem = (
+        "not a regular file (a folder, device, pipe or socket)"
+        if not stat.S_ISREG(info.st_mode)
+        else f"a file with {info.st_nlink} names (a hard link to another file)"
+        if info.st_nlink != 1
+        else None
+    )
+    if problem:
+        os.close(descriptor)
+        raise ForeignLock(f"{path} is {problem}, not a lock file of ours: remove it")
+    return descriptor
+
+
 def _read(descriptor: int) -> str:
     return os.pread(descriptor, 4096, 0).decode(errors="replace")
 
 
 def _same_file(descriptor: int, path: Path) -> bool:
+    """`path` itself (not a link's target) is the file open as `descriptor`."""
     try:
-        return os.fstat(descriptor).st_ino == path.stat().st_ino
+        held, named = os.fstat(descriptor), path.lstat()
     except FileNotFoundError:
         return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)

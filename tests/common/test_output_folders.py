@@ -207,7 +207,9 @@ def test_a_listed_file_no_longer_written_is_removed_and_nothing_else(tmp_path: P
     assert sorted(p.name for p in folder.iterdir()) == [MARKER_FILE, "a.yaml"]
 
 
-def test_the_folders_a_claim_makes_are_the_writers_too(tmp_path: Path) -> None:
+def test_a_folder_holding_only_the_writers_output_folders_is_its_to_claim(tmp_path: Path) -> None:
+    """The folder a claim makes on the way carries no marker (tests/common/test_hostile_owned.py),
+    yet the writer may claim it while it holds nothing but the writer's own output."""
     with claimed_folder(tmp_path / "lab" / "predict", "python -m lab"):
         pass
     with claimed_folder(tmp_path / "lab", "python -m lab"):  # `lab ab` after `lab predict`
