@@ -12,8 +12,12 @@ usable: API server ready, the DGD CRD established, the GPU nodes Ready. It write
     cluster.json what `down` stops: each component's PID and binary
     logs/        one log per component
 
-`down` stops what `up` started, by PID, and leaves nothing running. The same code is the real
-tier's pytest fixture (tests/real/conftest.py): one cluster per session.
+`down` stops what `up` started, by PID, and leaves nothing running. Both own only a folder `up`
+made (its `.cosmos3-local-cluster` mark): `down` on any other folder, or on a `cluster.json` that is
+not one `up` wrote, is refused with a message and stops nothing. Nothing either removes or writes
+passes through a link (`common.confined_paths`), and `down` signals only the components it knows
+by their binary. The same code is the real tier's pytest fixture (tests/real/conftest.py): one
+cluster per session.
 
 Over 300 lines: one lifecycle (claim the folder, start each component in order and wait for it,
 install what the recipe needs, write what a shell needs, stop by PID), whose steps share one
@@ -24,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Mapping
@@ -35,20 +38,24 @@ from typing import Any
 import yaml
 
 from common import REPO_ROOT
+from common.confined_paths import OutputFolderError, remove_tree_inside, write_inside
 from testenv.cluster import components, objects, processes
+from testenv.cluster.folder import (
+    OWNER_MARK,
+    ClusterError,
+    claim_folder,
+    made_by_up,
+    read_state,
+)
 from testenv.cluster.pki import make_pki
 from testenv.crd import crd_path, load_crd, schema_note
 from testenv.engine import Engine
 
-OWNER_MARK = ".cosmos3-local-cluster"
-"""Written first into a cluster folder: `up` refuses a non-empty folder without it."""
+__all__ = ["OWNER_MARK", "ClusterError", "LocalCluster", "attach", "up"]
+
 READY_TIMEOUT_SECONDS = 90.0
 NODES = ("kwok-h200-0", "kwok-h200-1")
 INITIAL_VOLUMES = 8
-
-
-class ClusterError(Exception):
-    """The cluster cannot start or stop; the message says why and what to do."""
 
 
 @dataclass
@@ -121,8 +128,11 @@ class LocalCluster:
         killed = processes.stop_all(self.started, self.children)
         self.started.clear()
         self.children.clear()
-        self.state_file.unlink(missing_ok=True)
-        shutil.rmtree(self.folder / "etcd", ignore_errors=True)
+        try:
+            remove_tree_inside(self.folder, "cluster.json")
+            remove_tree_inside(self.folder, "etcd")
+        except OutputFolderError as error:
+            raise ClusterError(f"stopped, but left its state: {error}") from None
         return killed
 
 
@@ -143,7 +153,7 @@ def up(
     if note := schema_note(load_crd(crd_file), crd_file):
         say(note)
     folder = folder.resolve()
-    _claim_folder(folder)
+    claim_folder(folder)
     cluster = LocalCluster(folder, engine)
     try:
         _start(cluster, die_with_parent, say, crd_file, graph_stage)
@@ -159,42 +169,18 @@ def up(
 
 
 def attach(folder: Path, engine: Engine) -> LocalCluster:
-    """The cluster `up` left running in `folder` (for `down` from another process)."""
+    """The cluster `up` left running in `folder` (for `down` from another process); refused,
+    naming the folder, when `up` did not make it or its `cluster.json` is not one `up` wrote."""
     folder = folder.resolve()
-    try:
-        state = json.loads((folder / "cluster.json").read_text())
-    except FileNotFoundError:
-        raise ClusterError(f"{folder} holds no running cluster (no cluster.json)") from None
-    started = [processes.Started.from_json(item) for item in state["components"]]
-    return LocalCluster(folder, engine, state["server"], started)
-
-
-def _claim_folder(folder: Path) -> None:
-    if folder.exists() and any(folder.iterdir()) and not (folder / OWNER_MARK).exists():
+    if not made_by_up(folder):
         raise ClusterError(
-            f"--out {folder} is not empty and was not made by `testenv.cluster up`: give an empty "
-            "or new folder (nothing in it is touched)"
+            f"--out {folder} was not made by `testenv.cluster up` (no {OWNER_MARK} file): "
+            "nothing in it is stopped or removed; give the folder `up` wrote"
         )
-    state = folder / "cluster.json"
-    if state.exists():
-        stale = [
-            processes.Started.from_json(item)
-            for item in json.loads(state.read_text())["components"]
-        ]
-        running = [item.name for item in stale if processes.runs(item)]
-        if running:
-            raise ClusterError(
-                f"a cluster is already running from {folder} ({', '.join(running)}): "
-                f"`python -m testenv.cluster down --out {folder}` first"
-            )
-    for stale_part in ("etcd", "pki", "cluster.json", "env.sh", "kubeconfig"):
-        path = folder / stale_part
-        if path.is_dir():
-            shutil.rmtree(path)
-        else:
-            path.unlink(missing_ok=True)
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / OWNER_MARK).write_text("made by python -m testenv.cluster up\n")
+    state = read_state(folder)
+    if state is None:
+        raise ClusterError(f"{folder} holds no running cluster (no cluster.json)")
+    return LocalCluster(folder, engine, state[0], state[1])
 
 
 def _start(
@@ -210,12 +196,11 @@ def _start(
     pki = make_pki(folder / "pki")
     ports = components.Ports.pick()
     cluster.server = ports.server
-    cluster.kubeconfig.write_text(
-        yaml.safe_dump(objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key))
+    config = objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key)
+    write_inside(folder, "kubeconfig", yaml.safe_dump(config), mode=0o600)
+    stages = write_inside(
+        folder, "kwok-stages.yaml", objects.kwok_config(engine.kwok_stages, graph_stage)
     )
-    cluster.kubeconfig.chmod(0o600)
-    stages = folder / "kwok-stages.yaml"
-    stages.write_text(objects.kwok_config(engine.kwok_stages, graph_stage))
     env = {"PATH": os.defpath, "HOME": str(folder)}
 
     def launch(name: str, argv: list[str]) -> None:
@@ -293,14 +278,11 @@ def _wait_for(
 
 def _save(cluster: LocalCluster) -> None:
     state = {"server": cluster.server, "components": [item.as_json() for item in cluster.started]}
-    cluster.state_file.write_text(json.dumps(state, indent=2) + "\n")
+    write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
 
 
 def _write_env(cluster: LocalCluster) -> None:
     lines = [f'export PATH="{cluster.engine.bin}:$PATH"']
     lines += [f"export {name}={value}" for name, value in cluster.environment().items()]
-    (cluster.folder / "env.sh").write_text(
-        "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
-        + "\n".join(lines)
-        + "\n"
-    )
+    header = "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
+    write_inside(cluster.folder, "env.sh", header + "\n".join(lines) + "\n")

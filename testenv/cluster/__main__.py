@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from common.output_folders import os_error_reason
 from common.parsers import CommandParser
 from testenv import cluster, crd
 from testenv.engine import EngineError, cache_home, located
@@ -44,6 +45,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"cluster: stopped{suffix}")
     except (EngineError, cluster.ClusterError, crd.CrdError) as error:
         print(f"testenv.cluster {args.command}: {error}", file=sys.stderr)
+        return 1
+    except OSError as error:  # a folder it may not read or write, a full disk: say which
+        where = f" {error.filename}" if error.filename else f" {args.out}"
+        reason = os_error_reason(error)
+        print(f"testenv.cluster {args.command}: cannot use{where}: {reason}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print(
