@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.confined_paths import OutputFolderError, write_inside
 from common.parsers import CommandParser
 from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
@@ -129,10 +130,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"tools.engine_goldens: {error}", file=sys.stderr)
         return 2
     if args.update:
-        GOLDEN_DIR.mkdir(exist_ok=True)
-        for path, text in files.items():
-            path.write_text(text)
-            print(f"wrote {path.relative_to(REPO_ROOT)}")
+        try:
+            for path, text in files.items():  # never through a link a clone may carry
+                write_inside(REPO_ROOT, path.relative_to(REPO_ROOT).as_posix(), text)
+                print(f"wrote {path.relative_to(REPO_ROOT)}")
+        except OutputFolderError as error:
+            print(f"tools.engine_goldens: {error}", file=sys.stderr)
+            return 2
         return 0
     changed = drift(files)
     sys.stdout.write(changed or "manifests/engine/ matches the engine\n")

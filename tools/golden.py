@@ -19,6 +19,7 @@ from typing import Any
 import pulumi
 
 from common import REPO_ROOT
+from common.confined_paths import inside
 from common.parsers import CommandParser
 from tools.render import render_files, render_stack, write_render
 from tools.stack_files import SHIPPED_STACKS, example_site_for
@@ -67,6 +68,7 @@ def drift(stack: str) -> str:
 def update(stack: str) -> list[Path]:
     """Rewrite `manifests/<stack>/`: golden's own folder, which holds nothing it did not write."""
     objects, outputs = example_render(stack)
+    inside(MANIFESTS.parent, f"{MANIFESTS.name}/{stack}")  # a link a clone carries: refused
     return write_render(MANIFESTS / stack, objects, outputs, WRITER, "golden manifests")
 
 

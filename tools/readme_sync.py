@@ -10,11 +10,13 @@ renders the table itself.
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
+from common import REPO_ROOT
+from common.confined_paths import OutputFolderError, write_inside
 from tools.config_reference import reference_table
 
-TARGET = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+PAGE = "docs/configuration.md"
+TARGET = REPO_ROOT / PAGE
 """The page that holds the generated block."""
 START, END = "<!-- CONFIG-REFERENCE:START -->", "<!-- CONFIG-REFERENCE:END -->"
 
@@ -37,7 +39,11 @@ def main(argv: list[str]) -> int:
             )
             return 1
         return 0
-    TARGET.write_text(synced(text))
+    try:  # a link there (a clone may carry one) is refused, never written through
+        write_inside(REPO_ROOT, PAGE, synced(text))
+    except OutputFolderError as error:
+        print(f"tools.readme_sync: {error}", file=sys.stderr)
+        return 2
     return 0
 
 
