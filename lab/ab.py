@@ -17,13 +17,13 @@ A second `python -m lab ab --run-id <id>` after a failure runs only what the arc
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol, Self
 
+from common.confined_paths import write_file
 from common.credentials import mask_values
 from components.contract import StackOutputs
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
@@ -137,7 +137,7 @@ class LabAbTarget:
         memory = PeakMemory(graph).__enter__()
         self.running[profile] = (graph, memory, started)
         self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
-        shutil.copyfile(graph.outputs_path, self.out / f"outputs-{profile.value}.json")
+        write_file(self.out / f"outputs-{profile.value}.json", graph.outputs_path.read_bytes())
         return graph.outputs
 
     def teardown(self, profile: RoutingProfile, say: Say) -> None:
@@ -185,9 +185,9 @@ def write_summary(target: Timed, run: AbRun, result: AbResult, seconds: float) -
         "outcomes": result.lines(),
         "peak_rss_bytes": max(peaks, default=0),
     }
-    path = run.out_dir / "summary.json"
-    path.write_text(json.dumps(mask_values(summary), indent=2) + "\n")
-    return path
+    return write_file(
+        run.out_dir / "summary.json", json.dumps(mask_values(summary), indent=2) + "\n"
+    )
 
 
 def copy_latest_report(result: AbResult, out: Path) -> None:
@@ -197,4 +197,4 @@ def copy_latest_report(result: AbResult, out: Path) -> None:
     for name in ("report.md", "ab-chart.png"):
         source = result.report.parent / name
         if source.is_file():
-            shutil.copyfile(source, out / name)
+            write_file(out / name, source.read_bytes())

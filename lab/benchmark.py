@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.confined_paths import write_file
 from common.parsers import CommandParser
 from testenv.project_copy import copy_project
 
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         measurement = measure(REPO_ROOT, env, install_project_venv=False)
     out = REPO_ROOT / "build/lab/benchmark.json"
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(measurement.as_json(), indent=2) + "\n")
+    write_file(out, json.dumps(measurement.as_json(), indent=2) + "\n")
     print(measurement.report)
     for name, seconds in measurement.steps_seconds.items():
         print(f"{name:>14}: {seconds:7.1f} s")

@@ -31,13 +31,13 @@ backend, made afresh each run, as the cluster is), `runs/<namespace>/<graph>/` (
 from __future__ import annotations
 
 import json
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Self
 
+from common.confined_paths import remove_tree_inside, write_file
 from components.contract import StackOutputs
 from components.names import graph_name
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile
@@ -177,7 +177,7 @@ class LabClusterAbTarget:
     def _configured_stacks(self, engine: Engine, say: Say) -> PulumiStacks:
         assert self.cluster is not None
         folder = self.out / "pulumi"
-        shutil.rmtree(folder, ignore_errors=True)  # its state described the last run's cluster
+        remove_tree_inside(self.out, "pulumi")  # its state described the last run's cluster
         folder.mkdir(parents=True)
         project, env = local_project(folder, self.cluster)
         stacks = PulumiStacks(
@@ -206,7 +206,7 @@ class LabClusterAbTarget:
                 f"{outputs.namespace}/{outputs.graph_name}"
             )
         written = json.dumps(outputs.to_json_dict(), indent=2) + "\n"
-        (self.out / f"outputs-{profile.value}.json").write_text(written)  # as the stack has them
+        write_file(self.out / f"outputs-{profile.value}.json", written)  # as the stack has them
         self._memory[profile] = (PeakMemory(graph).__enter__(), time.monotonic())
         self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
         return outputs

@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.confined_paths import write_file
 from common.parsers import CommandParser
 from components.routing import RoutingProfile
 from stages.core.ab_pair import ABPair, gain_percent
@@ -179,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 busy.append(run_ab(f"busy-{n}-{scale}", args.out, extra))
     text = render(idle, busy, args.busy_loops)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "benchmark.md").write_text(text)
+    write_file(args.out / "benchmark.md", text)
     print(text)
     return 0
 

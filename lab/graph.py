@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -40,6 +39,7 @@ from typing import Self
 import requests
 
 from common import REPO_ROOT
+from common.confined_paths import inside, remove_tree_inside, write_file
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
@@ -184,9 +184,9 @@ class LabGraph:
         # A run directory may be reused: registrations left by an earlier, killed graph would
         # count as workers of this one.
         for stale in ("discovery", "tmp"):
-            shutil.rmtree(self.run_dir / stale, ignore_errors=True)
+            remove_tree_inside(self.run_dir, stale)  # a link there is refused, never followed
         for sub in ("discovery", "home", "tmp", "logs"):
-            (self.run_dir / sub).mkdir(parents=True, exist_ok=True)
+            inside(self.run_dir, sub).mkdir(parents=True, exist_ok=True)
         env = dynamo_environment(self.run_dir, os.environ)
         self.frontend_port = free_port()
         self._start_frontend(env)
@@ -206,7 +206,7 @@ class LabGraph:
         proxy's, or a forward's in front of them (`lab up` in its own network namespace)."""
         self._outputs = lab_outputs(self.spec, port)
         if self._outputs is not None:
-            self.outputs_path.write_text(json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
+            write_file(self.outputs_path, json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
 
     def stop(self) -> None:
         """Stop every process by its process group id: all asked at once, then each awaited.

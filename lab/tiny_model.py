@@ -20,6 +20,7 @@ from pathlib import Path
 # Installed in the Dynamo venv only (this script runs there), hence no stubs for mypy here.
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # type: ignore[import-not-found]
 
+from common.confined_paths import write_file
 from common.output_folders import OutputFolderError, claimed_folder
 from common.parsers import CommandParser
 from lab.standin import vocabulary
@@ -169,14 +170,14 @@ def build(out: Path) -> None:
     check_one_token_per_word(tokenizer)
     check_mocker_outputs_decode(tokenizer)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer.save(str(out / "tokenizer.json"))
+    write_file(out / "tokenizer.json", tokenizer.to_str(pretty=True))
     files = {
         "config.json": model_config(tokenizer.get_vocab_size()),
         "tokenizer_config.json": tokenizer_config(),
         "generation_config.json": {"bos_token_id": 0, "eos_token_id": [1, 4]},
     }
     for name, content in files.items():
-        (out / name).write_text(json.dumps(content, indent=2) + "\n")
+        write_file(out / name, json.dumps(content, indent=2) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

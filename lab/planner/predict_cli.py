@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from common.confined_paths import write_file
 from components.routing import MAX_AFFINITY_TTL_SECONDS, RoutingProfile
 from lab.graph import MAX_WORKERS
 from lab.planner.calibration import Calibration, calibrate
@@ -288,7 +289,7 @@ def _write(
         second.save(out / CHECK_FILE)
     measured = given or _recipe_if_same_workload(prediction.sweep)
     report = render(prediction, calibration, measured, second)
-    (out / REPORT_FILE).write_text(report)
+    write_file(out / REPORT_FILE, report)
     print(report)
 
 

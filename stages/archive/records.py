@@ -35,6 +35,7 @@ from pydantic import (
 )
 
 from common import REPO_ROOT
+from common.confined_paths import name_problem
 from common.credentials import mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
@@ -96,9 +97,11 @@ class ArchivedFile(BaseModel):
     @field_validator("name")
     @classmethod
     def _stays_inside_the_run(cls, name: str) -> str:
-        path = PurePosixPath(name)
-        if not name or path.is_absolute() or ".." in path.parts or name != str(path):
-            raise ValueError(f"{name!r} is not a plain relative path inside the run")
+        problem = name_problem(name) or (
+            "not in its plain form" if name != str(PurePosixPath(name)) else None
+        )
+        if problem:
+            raise ValueError(f"{name!r} is not a plain relative path inside the run ({problem})")
         return name
 
 

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.confined_paths import write_file
 from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
 from stages.archive.runs import download_record, latest_run, list_runs
 from stages.core.results import ProfileResults, ResultsError
@@ -91,6 +92,6 @@ def fetch_pair(
 def write_sources(pair: Sequence[ArchivedResults], out_dir: Path) -> Path:
     """`sources.json` beside the report: which archived runs it compares."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / SOURCES_FILE
-    path.write_text(json.dumps([item.source() for item in pair], indent=2) + "\n")
-    return path
+    return write_file(
+        out_dir / SOURCES_FILE, json.dumps([i.source() for i in pair], indent=2) + "\n"
+    )

@@ -14,14 +14,16 @@ never deleted) or one written to so recently that its push may still be running.
 from __future__ import annotations
 
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from itertools import groupby
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import ValidationError
 
+from common.confined_paths import OutputFolderError, write_inside
 from components.routing import RoutingProfile
 from stages.archive.records import (
     ArchivedFile,
@@ -161,14 +163,28 @@ def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path
     """
     if dest_dir.exists() and any(dest_dir.iterdir()):
         raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
+    _must_lay_out(record)
     bucket = open_bucket(location)
     contents = [(entry, _verified_read(bucket, record, entry)) for entry in record.files]
     dest_dir.mkdir(parents=True, exist_ok=True)
     for entry, data in contents:
-        target = dest_dir / entry.name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        try:  # each name checked again on the way: nothing through a link, nothing outside
+            write_inside(dest_dir, entry.name, data)
+        except OutputFolderError as error:
+            raise ArchiveError(f"pull stopped: {error}") from None
     return dest_dir
+
+
+def _must_lay_out(record: RunRecord) -> None:
+    """The record's files fit in one folder: no name twice, none both a file and a folder."""
+    names = Counter(entry.name for entry in record.files)
+    folders = {str(parent) for name in names for parent in PurePosixPath(name).parents}
+    clash = sorted({name for name, count in names.items() if count > 1} | (names.keys() & folders))
+    if clash:
+        raise CorruptManifestError(
+            f"the manifest of {record.describe()} lists {clash[0]!r} twice, or as a file and a "
+            "folder: nothing was downloaded"
+        )
 
 
 def _verified_read(bucket: ArchiveStore, record: RunRecord, entry: ArchivedFile) -> bytes:

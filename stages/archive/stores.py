@@ -43,6 +43,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from common.confined_paths import OutputFolderError, inside, remove_inside
 from common.credentials import mask_url
 from stages.archive.records import (
     ArchiveConflictError,
@@ -288,10 +289,14 @@ class DirectoryBucket:
         return f"file://{self.root}/{key}"
 
     def _path(self, key: str) -> Path:
-        path = (self.root / key).resolve()
-        if self.root not in path.parents:
-            raise ArchiveError(f"key {key!r} leaves the archive directory {self.root}")
-        return path
+        """The file of `key`: a plain path below the archive directory, through no link."""
+        try:
+            return inside(self.root, key)
+        except OutputFolderError as error:
+            raise ArchiveError(
+                f"key {key!r} leaves the archive directory {self.root}, or passes through a "
+                f"link there: {error}"
+            ) from None
 
     def put_new(self, key: str, body: bytes, advice: str = NEW_RUN_ID_ADVICE) -> None:
         path = self._path(key)
@@ -342,7 +347,10 @@ class DirectoryBucket:
     def delete(self, keys: Sequence[str]) -> None:
         for key in keys:
             path = self._path(key)
-            path.unlink(missing_ok=True)
+            try:
+                remove_inside(self.root, key)  # a regular file only, never a link or a folder
+            except OutputFolderError as error:
+                raise ArchiveError(f"key {key!r} was not deleted: {error}") from None
             for parent in path.parents:  # empty folders go with their last object
                 if parent == self.root or any(parent.iterdir()):
                     break

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 from urllib.parse import urlsplit
 
+from common.confined_paths import write_file
 from common.credentials import mask
 from common.output_folders import os_error_reason
 from components.contract import StackOutputs
@@ -255,7 +256,7 @@ def _keep_record(
     (for the archive); an `out_dir` that cannot be written is refused before anything is sent."""
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
-        (out_dir / MANIFESTS_FILE).write_text(manifests.to_yaml(objects))
+        write_file(out_dir / MANIFESTS_FILE, manifests.to_yaml(objects))
         media = VideoUrl(manifests.media_base_url(outputs, PERF_JOB))
         for concurrency in workload.concurrencies:
             rows = dataset_rows(workload, concurrency, media)
@@ -288,5 +289,5 @@ def run_cluster_perf(
     )
     run = runner.run(objects, _run_id_selector(objects))
     log_path = out_dir / POD_LOG_FILE
-    log_path.write_text(mask(run.log))  # the pod printed it; a credential in it stays off disk
+    write_file(log_path, mask(run.log))  # the pod printed it; a credential in it stays off disk
     return sweep_results(outputs, workload, run, out_dir, log_path)

@@ -7,14 +7,15 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from common.confined_paths import write_file
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
 def write_model(model: BaseModel, path: Path) -> Path:
     """`model` as indented JSON at `path`, its folder made if needed."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(model.model_dump_json(indent=2) + "\n")
-    return path
+    return write_file(path, model.model_dump_json(indent=2) + "\n")
 
 
 def read_model(

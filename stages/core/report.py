@@ -9,8 +9,10 @@ it scattered a video's questions at random over the workers (the real-GPU behavi
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
+from common.confined_paths import write_file
 from stages.core.ab_pair import ABPair, ReportError, gain_percent
 from stages.core.ab_verdict import conditions_lines, verdict_line
 from stages.core.results import ProfileResults
@@ -242,10 +244,10 @@ def render_chart(pair: ABPair, path: Path) -> Path:
     engine = "Dynamo mock engine, not GPUs" if target == "lab" else "cluster"
     figure.suptitle(f"Round robin vs session affinity ({target}: {engine})")
     figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=100)
+    image = io.BytesIO()
+    figure.savefig(image, format="png", dpi=100)
     plt.close(figure)
-    return path
+    return write_file(path, image.getvalue())  # replaced whole, never through a link
 
 
 def write_report(first: ProfileResults, second: ProfileResults, out_dir: Path) -> str:
@@ -255,5 +257,5 @@ def write_report(first: ProfileResults, second: ProfileResults, out_dir: Path) -
         raise ReportError("the two results share no concurrency level")
     render_chart(pair, out_dir / CHART_FILE)
     markdown = render_markdown(pair)
-    (out_dir / REPORT_FILE).write_text(markdown)
+    write_file(out_dir / REPORT_FILE, markdown)
     return markdown

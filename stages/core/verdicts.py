@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common.confined_paths import remove_file, write_file
 from components.contract import StackOutputs
 from stages.core.pod_log import PodRun
 from stages.core.results import (
@@ -62,7 +63,7 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]
     from an earlier run.
     """
     for concurrency in workload.concurrencies:
-        (out_dir / f"c{concurrency}" / "aiperf" / AIPERF_EXPORT_FILE).unlink(missing_ok=True)
+        remove_file(out_dir / f"c{concurrency}" / "aiperf" / AIPERF_EXPORT_FILE)
     try:
         exports = decode_exports(log.splitlines())
     except ExportFormatError as error:
@@ -70,9 +71,7 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]
     written = []
     for export in exports:
         path = out_dir / f"c{export.concurrency}" / "aiperf" / export.file
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(export.data)
-        written.append(path)
+        written.append(write_file(path, export.data))
     return written
 
 

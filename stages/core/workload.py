@@ -23,6 +23,8 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from common.confined_paths import write_file
+
 QUESTIONS = (
     "What happens in this video?",
     "Describe the scene in one sentence.",
@@ -178,5 +180,4 @@ def dataset_rows(
 
 def write_dataset(rows: list[dict[str, Any]], path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
+    return write_file(path, "".join(json.dumps(row) + "\n" for row in rows))

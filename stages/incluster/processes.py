@@ -17,9 +17,11 @@ Standard library only: the pod programs ship this module to the cluster's pods t
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
 import threading
@@ -28,6 +30,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 STOP_GRACE_SECONDS = 5.0
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
@@ -92,6 +95,21 @@ class GroupProcess:
         self.stopped = True
 
 
+def _fresh_log(path: Path) -> BinaryIO:
+    """A new, empty log at `path`, replacing the last run's; a link or anything but a regular
+    file there is refused (OSError naming it), never written through."""
+    try:
+        info = path.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(errno.ELOOP, "a link or not a regular file stands where a log goes", path)
+        path.unlink()  # a hard-linked old log keeps its other name's content
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o644), "wb")
+
+
 def start_group_process(
     name: str, argv: Sequence[str], env: Mapping[str, str], log_path: Path, cwd: Path
 ) -> GroupProcess:
@@ -100,7 +118,7 @@ def start_group_process(
     log_path.parent.mkdir(parents=True, exist_ok=True)
     lifeline = _lifeline()
     guarded = [sys.executable, "-S", "-E", str(Path(__file__).resolve()), str(lifeline), *argv]
-    with log_path.open("wb") as log:
+    with _fresh_log(log_path) as log:
         popen = subprocess.Popen(
             guarded,
             env=dict(env),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from common.confined_paths import no_link_below, remove_file, write_file
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from stages.core.aiperf import NEW_CONNECTIONS
@@ -122,8 +123,9 @@ def run_program(
     program_dir = work_dir / "program"
     for path, content in (program_files(entry) | dict([config])).items():
         (program_dir / path).parent.mkdir(parents=True, exist_ok=True)
-        (program_dir / path).write_bytes(content)
+        write_file(program_dir / path, content)
     log_path = work_dir / PROGRAM_LOG
+    remove_file(log_path)  # the last run's; a link there is refused, not written through
     module = f"stages.incluster.{entry.removesuffix('.py')}"
     argv = [sys.executable, "-S", "-E", "-u", "-B", "-m", module, str(program_dir / config[0])]
     env = {k: v for k, v in os.environ.items() if k not in _INHERITED_PYTHON_VARIABLES}
@@ -186,6 +188,7 @@ def run_local_perf(
     timed = _stretched(workload, conditions.time_scale if conditions else 1.0)
     plan = perf_pod_plan(outputs, timed, media, "", place, settings, inline_datasets=False)
     for concurrency in workload.concurrencies:
+        no_link_below(out_dir, f"c{concurrency}")  # the program and AIPerf write there unchecked
         rows = dataset_rows(timed, concurrency, media)
         write_dataset(rows, dataset_path(place, concurrency))
     content = gzip.compress(json.dumps(plan).encode(), mtime=0)
