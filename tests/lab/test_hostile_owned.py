@@ -1,7 +1,8 @@
 """The lab owns only what it wrote (issue 30, family `owned`): `lab report --out` into a copy of
 the committed `docs/lab-prediction/` (the lab's own folder, by its marker) where a clone carries
 links at the names the report writes, or at its lock. It runs nothing of the lab: the report is
-derived again from the saved prediction. A user's home is planted beside the folder
+derived again from the saved prediction. A graph's reused run folder with a link where it clears
+or makes its folders is refused before a process starts. A user's home is planted beside the folder
 (`tests.planted`); afterwards it has its bytes, and the command exits 2 naming the link.
 """
 
@@ -16,8 +17,12 @@ from hypothesis import strategies as st
 
 import lab.__main__ as lab_cli
 from common import REPO_ROOT
+from common.output_folders import OutputFolderError
+from components.routing import routing_for
+from lab.environment import LabInstall
+from lab.graph import GraphSpec, LabGraph
 from tests.planted import FAMILY, UserHome, snapshot
-from tests.tally import run_command
+from tests.tally import record, run_command
 
 # Generated hostile cases, each a whole `lab report` (no graph): seconds in all.
 pytestmark = pytest.mark.slow
@@ -66,3 +71,23 @@ def test_lab_report_rewrites_its_own_folder_as_before(tmp_path: Path) -> None:
     assert status == 0, err
     committed = REPO_ROOT / "docs" / "lab-prediction" / "prediction.md"
     assert (out / "prediction.md").read_text() == committed.read_text()
+
+
+@pytest.mark.parametrize("stale", ["discovery", "tmp", "logs", "home"])
+def test_a_graphs_run_folder_is_never_cleared_through_a_link(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stale: str
+) -> None:
+    """A graph's run folder is reused; its `discovery/` and `tmp/` are cleared at the start, and
+    its four folders made: a link at any of them is refused before a process starts."""
+    home, run_dir = UserHome(tmp_path), tmp_path / "runs" / "round-robin"
+    run_dir.mkdir(parents=True)
+    (run_dir / stale).symlink_to(home.notes)
+    monkeypatch.setattr(LabInstall, "require", lambda self: self)
+    monkeypatch.setattr(LabGraph, "_start_frontend", lambda *a: pytest.fail("a process started"))
+    graph = LabGraph(GraphSpec(routing=routing_for("round-robin", 300)), run_dir)
+
+    with pytest.raises(OutputFolderError, match=f"{run_dir / stale} is a symbolic link"):
+        graph.start()
+
+    record(FAMILY)
+    assert home.counted() == []

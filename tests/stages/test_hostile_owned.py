@@ -1,6 +1,7 @@
 """The stages own only what they wrote (issue 30, family `owned`): `report --out` into its own
 folder where links stand at the names it writes or its lock, and `archive pull --dest` of a run
-whose manifest names files outside the run, twice, or as a file and a folder. A user's home is
+whose manifest names files outside the run, twice, or as a file and a folder; a process log and
+a directory archive's object that are links. A user's home is
 planted beside each folder (`tests.planted`); afterwards it has its bytes, the command ends with
 a documented status and a message, never a traceback.
 """
@@ -18,13 +19,15 @@ from hypothesis import strategies as st
 
 from components.routing import RoutingProfile
 from stages import cli
-from stages.archive import ArchiveLocation, archive_run
+from stages.archive import ArchiveError, ArchiveLocation, archive_run
+from stages.archive.stores import DirectoryBucket
 from stages.errors import EXIT_STATUSES
+from stages.incluster.processes import start_group_process
 from tests.planted import FAMILY, UserHome, snapshot
 from tests.stages.archive.helpers import make_results, record_for
 from tests.stages.support import FIXTURES
 from tests.support import LOCAL_TOOLS as LOCAL
-from tests.tally import run_command
+from tests.tally import record, run_command
 
 # Generated hostile cases, each a whole command: seconds in all.
 pytestmark = pytest.mark.slow
@@ -152,3 +155,34 @@ def test_pull_never_reads_an_archived_file_through_a_link(tmp_path: Path) -> Non
     assert home.counted() == []
     assert status == 1 and "is a symbolic link" in err, err
     assert not (tmp_path / "pulled").exists() or os.listdir(tmp_path / "pulled") == []
+
+
+def test_a_process_log_is_never_written_through_a_link(tmp_path: Path) -> None:
+    """The lab's graph processes and the local pod programs log to a file made afresh."""
+    home = UserHome(tmp_path)
+    log = tmp_path / "logs" / "frontend.log"
+    log.parent.mkdir()
+    log.symlink_to(home.rc)
+
+    with pytest.raises(OSError, match="a link or not a regular file stands where a log goes"):
+        start_group_process("frontend", ["true"], {}, log, tmp_path)
+
+    record(FAMILY)
+    assert home.counted() == [] and log.is_symlink()
+
+
+def test_the_directory_archive_removes_no_key_through_a_link(tmp_path: Path) -> None:
+    """`archive clean` of an interrupted run: a stored object that is a link is not removed."""
+    home = UserHome(tmp_path)
+    location = ArchiveLocation(bucket="results", endpoint_url=f"file://{tmp_path / 'archive'}")
+    bucket = DirectoryBucket(location)
+    bucket.put_new("p/round-robin/round-robin/r1/perf/files/a.json", b"{}")
+    (
+        bucket.root / "p" / "round-robin" / "round-robin" / "r1" / "perf" / "files" / "b.json"
+    ).symlink_to(home.key)
+
+    with pytest.raises(ArchiveError, match="is a symbolic link"):
+        bucket.delete(["p/round-robin/round-robin/r1/perf/files/b.json"])
+
+    record(FAMILY)
+    assert home.counted() == []
