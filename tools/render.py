@@ -8,7 +8,8 @@ JSON. Secrets are never read: the program gets a placeholder secret and every se
 masked in what is written, as is anything shaped like a credential (`common.credentials`).
 
 `--out` is the render's own folder (`common.output_folders`): a new or empty one, or one it
-rendered into before. It replaces only the files it wrote there; anything else is refused.
+rendered into before. It replaces only the files it wrote there, never through a link; anything
+else is refused, and so is a marker listing a name outside the folder.
 """
 
 from __future__ import annotations
