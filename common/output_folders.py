@@ -149,7 +149,7 @@ def claimed_folder(
             print(f"{option} {folder}: {taken}", file=sys.stderr)
         if _read_marker(root) is None:  # new, or holding only folders of the writer's
             _write_marker(root, writer, listed)
-        with holding(root):
+        with holding(folder):  # by the name given and resolved: a stage writes by either
             yield OwnedFolder(folder, root, writer, listed, lock)
     except BaseException:
         lock.release()

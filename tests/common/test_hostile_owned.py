@@ -264,3 +264,23 @@ def test_a_write_or_removal_outside_any_held_folder_still_refuses_a_link(tmp_pat
         record(FAMILY)
     assert home.counted() == []
     assert (tmp_path / "report.md").is_symlink() and (tmp_path / "old.json").is_symlink()
+
+
+def test_a_folder_named_through_a_linked_parent_is_checked_below_it_too(tmp_path: Path) -> None:
+    """`--out ~/build/out` where `~/build` is a link to another disk: the user's choice, followed;
+    below the folder, a link is refused however the stage names its files."""
+    home = UserHome(tmp_path)
+    (tmp_path / "disk").mkdir()
+    (tmp_path / "build").symlink_to(tmp_path / "disk")
+    out = tmp_path / "build" / "out"
+    with claimed_folder(out, WHOLE):
+        write_file(out / "results" / "summary.json", "{}\n")
+    (tmp_path / "disk" / "out" / "results" / "summary.json").unlink()
+    (tmp_path / "disk" / "out" / "results").rmdir()
+    (tmp_path / "disk" / "out" / "results").symlink_to(home.notes)
+
+    with claimed_folder(out, WHOLE), pytest.raises(OutputFolderError, match="is a symbolic link"):
+        write_file(out / "results" / "plan.txt", "{}\n")  # the notes' own name
+
+    record(FAMILY)
+    assert home.counted() == []
