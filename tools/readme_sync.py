@@ -12,6 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from common.input_files import MAX_RECORD_BYTES, read_text
 from tools.config_reference import reference_table
 
 TARGET = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
@@ -27,7 +28,7 @@ def synced(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = TARGET.read_text()
+    text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
     if "--check" in argv:
         if synced(text) != text:
             print(

@@ -35,6 +35,13 @@ from typing import Any
 import yaml
 
 from common import REPO_ROOT
+from common.input_files import (
+    MAX_STATE_BYTES,
+    InputFileError,
+    InputFileMissing,
+    read_json_object,
+    read_tail,
+)
 from testenv.cluster import components, objects, processes
 from testenv.cluster.pki import make_pki
 from testenv.crd import crd_path, load_crd, schema_note
@@ -161,12 +168,25 @@ def up(
 def attach(folder: Path, engine: Engine) -> LocalCluster:
     """The cluster `up` left running in `folder` (for `down` from another process)."""
     folder = folder.resolve()
+    server, started = _recorded(folder / "cluster.json")
+    return LocalCluster(folder, engine, server, started)
+
+
+def _recorded(path: Path) -> tuple[str, list[processes.Started]]:
+    """The server and the started components `up` wrote in `cluster.json`: a small regular
+    file, never read past its limit (a link to /dev/zero is refused, not read)."""
     try:
-        state = json.loads((folder / "cluster.json").read_text())
-    except FileNotFoundError:
-        raise ClusterError(f"{folder} holds no running cluster (no cluster.json)") from None
-    started = [processes.Started.from_json(item) for item in state["components"]]
-    return LocalCluster(folder, engine, state["server"], started)
+        state = read_json_object(path, "cluster state file", MAX_STATE_BYTES)
+        return str(state["server"]), [processes.Started.from_json(c) for c in state["components"]]
+    except InputFileMissing:
+        raise ClusterError(f"{path.parent} holds no running cluster (no cluster.json)") from None
+    except InputFileError as error:
+        raise ClusterError(f"{error}: not what `testenv.cluster up` writes") from None
+    except (KeyError, TypeError, ValueError):
+        raise ClusterError(
+            f"{path} is not what `testenv.cluster up` writes (the server, and each started "
+            "component's name, pid, binary and log): stop what it started by hand"
+        ) from None
 
 
 def _claim_folder(folder: Path) -> None:
@@ -175,12 +195,8 @@ def _claim_folder(folder: Path) -> None:
             f"--out {folder} is not empty and was not made by `testenv.cluster up`: give an empty "
             "or new folder (nothing in it is touched)"
         )
-    state = folder / "cluster.json"
-    if state.exists():
-        stale = [
-            processes.Started.from_json(item)
-            for item in json.loads(state.read_text())["components"]
-        ]
+    if (folder / "cluster.json").exists():
+        _, stale = _recorded(folder / "cluster.json")
         running = [item.name for item in stale if processes.runs(item)]
         if running:
             raise ClusterError(
@@ -215,7 +231,10 @@ def _start(
     )
     cluster.kubeconfig.chmod(0o600)
     stages = folder / "kwok-stages.yaml"
-    stages.write_text(objects.kwok_config(engine.kwok_stages, graph_stage))
+    try:
+        stages.write_text(objects.kwok_config(engine.kwok_stages, graph_stage))
+    except InputFileError as error:  # the engine's copy of kwok's stages, damaged
+        raise ClusterError(f"{error}: build the engine again (make engine)") from None
     env = {"PATH": os.defpath, "HOME": str(folder)}
 
     def launch(name: str, argv: list[str]) -> None:
@@ -277,11 +296,7 @@ def _wait_for(
         dead = [item for item in cluster.started if not processes.running(item, cluster.children)]
         if dead:
             log = Path(dead[0].log)
-            tail = (
-                "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-                if log.exists()
-                else ""
-            )
+            tail = "\n".join(read_tail(log).splitlines()[-15:])
             raise ClusterError(f"{dead[0].name} exited while waiting for {what}; {log}:\n{tail}")
         if ready():
             return

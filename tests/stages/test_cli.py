@@ -235,8 +235,8 @@ def unreadable_outputs(tmp_path: Path, kind: str) -> Path:
     [
         ("directory", "{path} is a directory, not a stack-outputs file"),
         ("binary", "{path} is not UTF-8 text"),
-        ("deep", "outputs in {path} are not usable JSON (RecursionError"),
-        ("long-number", "outputs in {path} are not usable JSON (ValueError: Exceeds the limit"),
+        ("deep", "stack-outputs file {path} nests deeper than 100 levels"),
+        ("long-number", "outputs file {path} is not usable JSON (ValueError: Exceeds the limit"),
     ],
 )
 @pytest.mark.parametrize("stage", ["smoke", "perf"])
