@@ -43,6 +43,7 @@ from common.confined_paths import (
     remove_inside,
     write_inside,
 )
+from common.input_files import MAX_STATE_BYTES, read_json_object
 from common.run_lock import LOCK_FILE, FolderInUse, ForeignLock, RunLock, acquire
 
 __all__ = [
@@ -264,13 +265,13 @@ def _read_marker(folder: Path) -> tuple[str, frozenset[str] | None] | None:
     if not path.is_file():
         return None
     try:
-        marker = json.loads(path.read_text())
+        marker = read_json_object(path, "ownership marker", MAX_STATE_BYTES)
         files = marker.get("files")
         if files is not None and not all(isinstance(name, str) for name in files):
             raise TypeError("a listed name that is not a string")
         listed = None if files is None else frozenset(files)
         return str(marker["writer"]), listed
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):  # InputFileError too: past its limit
         return "an unknown command (its .written-files.json is unreadable)", None
 
 

@@ -21,6 +21,8 @@ import yaml
 from pydantic import TypeAdapter, ValidationError
 
 from common.credentials import credential_kind, mask
+from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
+from common.yaml_input import yaml_documents
 from components.config_rules import shown
 from components.settings import (
     LAYER_KEYS,
@@ -90,7 +92,8 @@ def declared_keys() -> set[str]:
 @functools.cache
 def declared_defaults() -> dict[str, Any]:
     """Each key's default as `Pulumi.yaml` declares it (keys without one are left out)."""
-    project = yaml.safe_load(PROJECT_FILE.read_text())
+    text = read_text(PROJECT_FILE, "project file", MAX_PULUMI_FILE_BYTES)
+    (project,) = yaml_documents(text, str(PROJECT_FILE), "project file", yaml.SafeLoader)
     return {
         key: spec["default"]
         for key, spec in (project.get("config") or {}).items()

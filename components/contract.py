@@ -13,19 +13,21 @@ round-robin stack has no `sessionAffinityTtlSeconds` and no `sessionHeader` key 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import IO, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 from pydantic.alias_generators import to_camel
 
-from common.input_files import InputFileError, read_stream, read_text
+from common.input_files import (
+    MAX_OUTPUTS_BYTES,
+    InputFileError,
+    parsed_json,
+    read_stream,
+    read_text,
+)
 from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
 from components.routing import RoutingProfile, routing_for
-
-MAX_OUTPUTS_BYTES = 4 * 1024 * 1024
-"""A stack's outputs are a few hundred bytes; a file of more is not one."""
 
 
 class StackOutputs(BaseModel):
@@ -100,7 +102,7 @@ class StackOutputs(BaseModel):
                 text = read_text(source, what, MAX_OUTPUTS_BYTES)
             else:
                 text = read_stream(source, name, what, MAX_OUTPUTS_BYTES)
-            data = json.loads(text)
+            data = parsed_json(text, name, what)  # nested at most MAX_NESTING deep
             if not isinstance(data, dict):
                 kind = "an array" if isinstance(data, list) else f"a {type(data).__name__}"
                 raise OutputsError(
@@ -114,16 +116,10 @@ class StackOutputs(BaseModel):
                     "(dev, round-robin or session-affinity)"
                 )
             return cls.model_validate(data)
-        except InputFileError as error:  # missing, a directory or device, too big, not text
+        except InputFileError as error:  # missing, a device, too big, not text, not JSON, deep
             raise OutputsError(str(error)) from None
-        except json.JSONDecodeError as error:
-            raise OutputsError(f"stack outputs in {name} are not JSON: {error}") from error
         except ValidationError as error:
             raise OutputsError(f"stack outputs in {name} break the contract:\n{error}") from error
-        except (RecursionError, ValueError) as error:
-            # json refuses numbers over 4,300 digits (ValueError) and nests by recursion.
-            detail = f"{type(error).__name__}: {str(error)[:100]}"
-            raise OutputsError(f"stack outputs in {name} are not usable JSON ({detail})") from error
 
 
 class OutputsError(Exception):

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from common.credentials import masked_output
+from common.input_files import MAX_RECORD_BYTES, read_text
 from common.output_folders import OutputFolderError, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
@@ -75,7 +76,7 @@ def _ab(args: argparse.Namespace) -> int:
     write_summary(target, run, result, time.monotonic() - started)
     copy_latest_report(result, args.out)
     if result.report is not None:
-        print(result.report.read_text())
+        print(read_text(result.report, "A/B report", MAX_RECORD_BYTES))
     print_summary(result, run)
     if result.interrupted:
         raise KeyboardInterrupt

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from common.confined_paths import write_file
+from common.input_files import MAX_RECORD_BYTES, read_json_object, read_text
 from common.parsers import CommandParser
 from testenv.project_copy import copy_project
 
@@ -86,11 +87,11 @@ def measure(root: Path, env: dict[str, str], install_project_venv: bool) -> Meas
     steps["lab setup"] = timed("lab setup", ["bash", "lab/setup.sh"], root, env)
     main_command = [str(root / ".venv-dev/bin/python"), "-m", "lab", "ab"]
     steps["lab ab"] = timed("lab ab", main_command, root, env)
-    summary = json.loads((root / "build/lab/summary.json").read_text())
+    summary = read_json_object(root / "build/lab/summary.json", "lab summary", MAX_RECORD_BYTES)
     return Measurement(
         steps_seconds=steps,
         peak_rss_bytes=int(summary["peak_rss_bytes"]),
-        report=(root / "build/lab/report.md").read_text(),
+        report=read_text(root / "build/lab/report.md", "A/B report", MAX_RECORD_BYTES),
         fresh_copy=install_project_venv,
         cold_pip_cache="PIP_NO_CACHE_DIR" in env,
     )

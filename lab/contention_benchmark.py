@@ -17,7 +17,6 @@ runs: they are the reference.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.confined_paths import write_file
+from common.input_files import MAX_RECORD_BYTES, read_json_object
 from common.parsers import CommandParser
 from components.routing import RoutingProfile
 from stages.core.ab_pair import ABPair, gain_percent
@@ -85,7 +85,7 @@ def run_ab(name: str, out: Path, extra: Sequence[str]) -> AbMeasurement:
 
 def load_pair(folder: Path) -> ABPair:
     """The latest A/B a `lab ab --out folder` wrote."""
-    run_id = json.loads((folder / "latest-run.json").read_text())["runId"]
+    run_id = read_json_object(folder / "latest-run.json", "latest run", MAX_RECORD_BYTES)["runId"]
     loaded = [
         ProfileResults.load(folder / run_id / profile.value / "perf" / "results.json")
         for profile in RoutingProfile
@@ -95,7 +95,9 @@ def load_pair(folder: Path) -> ABPair:
 
 def earlier_run(folder: Path) -> AbMeasurement:
     """An idle run of an earlier benchmark, as the reference (`--idle-from`)."""
-    seconds = json.loads((folder / "summary.json").read_text())["total_seconds"]
+    seconds = read_json_object(folder / "summary.json", "lab summary", MAX_RECORD_BYTES)[
+        "total_seconds"
+    ]
     return AbMeasurement(folder.name, float(seconds), load_pair(folder))
 
 

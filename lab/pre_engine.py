@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.input_files import MAX_STATE_BYTES, read_text
 from stages.errors import StageFailed
 from stages.incluster.processes import GroupProcess, start_group_process
 
@@ -37,4 +38,4 @@ def start_delay_proxy(
                 f"the lab's delay proxy did not start\n---- {log_path} ----\n{proxy.log_tail(15)}"
             )
         time.sleep(POLL_SECONDS)
-    return proxy, int(port_file.read_text())
+    return proxy, int(read_text(port_file, "delay proxy's port file", MAX_STATE_BYTES))

@@ -17,6 +17,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError, InputFileMissing
+from common.yaml_input import read_yaml_file
 from stages.cluster.manifests import RUN_ID_REQUIREMENT, check_run_id
 from stages.cluster.pod_template import POD_IMAGE, check_pip_index_url
 from stages.cluster.run import CLUSTER_TOKENIZER, ClusterOptions
@@ -287,7 +289,17 @@ def add_perf_cluster_arguments(group: argparse._ArgumentGroup) -> None:
 
 
 def cluster_options(args: argparse.Namespace) -> ClusterOptions:
-    """`ClusterOptions` from the cluster arguments; perf adds its tokenizer and connections."""
+    """`ClusterOptions` from the cluster arguments; perf adds its tokenizer and connections. A
+    `--kubeconfig` the Kubernetes client could not read safely (a device, huge, a YAML bomb) is
+    refused here, before it is handed on; a missing one is the client's to report, when a stage
+    connects (a dry run never does)."""
+    if args.kubeconfig is not None:
+        try:
+            read_yaml_file(args.kubeconfig, "kubeconfig", MAX_KUBECONFIG_BYTES)
+        except InputFileMissing:
+            pass
+        except InputFileError as error:
+            raise UsageError(f"--kubeconfig: {error}") from None
     perf_only = {
         name: getattr(args, name)
         for name in ("tokenizer", "connection_reuse")

@@ -9,7 +9,9 @@ against it, `make lab` runs graphs under it. Where it is read from, the first th
 3. `../shared/reference/nvidia.com_dynamographdeployments.yaml` beside the clone, where the
    project's CI keeps it.
 
-A CRD that is not there stops the command at once, saying how to get one (`CrdMissing`). A CRD
+A CRD that is not there stops the command at once, saying how to get one (`CrdMissing`); a
+path that is no regular file within `MAX_CRD_BYTES` (a directory, a device, a FIFO), or a file
+nested too deep or with excessive aliasing (`common.yaml_input`), is refused naming it. A CRD
 whose v1beta1 schema differs from the one the project was tested with is used, with a warning
 naming both (`schema_note`). `crd_path` and `schema_note` use the standard library only, so
 `make lab` checks the CRD before it builds or installs anything.
@@ -24,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from common.input_files import InputFileError, read_text
+from common.input_files import MAX_CRD_BYTES, InputFileError, InputFileMissing, check_regular_file
 
 ENV = "COSMOS3_DGD_CRD"
 FILE_NAME = "nvidia.com_dynamographdeployments.yaml"
@@ -66,8 +68,14 @@ def crd_path(given: Path | None = None, environ: Mapping[str, str] = os.environ)
         where, path = f"${ENV}", Path(environ[ENV])
     else:
         where, path = f"the default ({ENV} unset)", DEFAULT
-    if not path.is_file():
-        raise CrdMissing(f"no DynamoGraphDeployment CRD at {path} ({where}): {HOW_TO_GET}")
+    try:
+        check_regular_file(path, "CRD file", MAX_CRD_BYTES)
+    except InputFileMissing:
+        raise CrdMissing(
+            f"no DynamoGraphDeployment CRD at {path} ({where}): {HOW_TO_GET}"
+        ) from None
+    except InputFileError as error:  # a directory, a device, a FIFO, too big
+        raise CrdError(f"{error} ({where})") from None
     return path
 
 
@@ -122,16 +130,13 @@ def version_schema(path: Path, crd: Mapping[str, Any], version: str) -> dict[str
 
 
 def _documents(path: Path) -> Iterator[Mapping[str, Any]]:
-    import yaml  # not at the top: crd_path runs before any venv exists (`make lab`)
+    # Not at the top: it needs PyYAML, and crd_path runs before any venv exists (`make lab`).
+    from common.yaml_input import read_yaml_file
 
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        text = read_text(path, "CRD file")
-        documents = [doc for doc in yaml.load_all(text, Loader=loader) if doc]
-    except InputFileError as error:  # missing, a directory or device, too big, binary
+        documents = [doc for doc in read_yaml_file(path, "CRD file", MAX_CRD_BYTES) if doc]
+    except InputFileError as error:  # missing, a device, too big, not YAML, too deep, a bomb
         raise CrdError(f"cannot read a CRD: {error}") from None
-    except (yaml.YAMLError, RecursionError) as error:
-        raise CrdError(f"{path}: cannot read a CRD: {error}") from None
     return _flatten_lists(documents)
 
 
@@ -144,13 +149,14 @@ def _flatten_lists(documents: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m testenv.crd [FILE]`: the CRD's path, or why there is none (exit 2)."""
+    """`python -m testenv.crd [FILE]`: the CRD's path, or why there is none or it is unusable
+    (exit 2)."""
     import sys
 
     args = sys.argv[1:] if argv is None else argv
     try:
         print(crd_path(Path(args[0]) if args else None))
-    except CrdMissing as error:
+    except CrdError as error:  # missing, or no regular file within the limit
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0

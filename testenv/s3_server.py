@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.input_files import read_tail
 from common.ports import LOOPBACK, free_port
 from testenv.cluster import processes
 from testenv.engine import cache_home
@@ -146,4 +147,4 @@ def _wait_until_it_stores(server: S3Server, log: Path) -> None:
 
 
 def _tail(log: Path) -> str:
-    return " | ".join(log.read_text(errors="replace").strip().splitlines()[-8:])
+    return " | ".join(read_tail(log).strip().splitlines()[-8:])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,3 +75,45 @@ def stand_in_server(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterat
     finally:
         server.shutdown()
         server.server_close()
+
+
+HOSTILE_SHAPES = (
+    "/dev/zero",
+    "fifo",
+    "directory",
+    "link to /dev/zero",
+    "oversized",
+    "alias bomb",
+    "10,000 deep",
+)
+"""What a hostile tester hands a command for a file (issue 30, bounded reads): each would be read
+forever, fill the memory, or recurse past the stack if it were read whole."""
+
+ALIAS_BOMB = "a: &a [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n" + "".join(
+    f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]\n"
+    for previous, name in zip("abcdefgh", "bcdefghi", strict=True)
+)
+"""A billion laughs: 9 strings, each alias level nine times the one before: 9^9 once constructed."""
+
+
+def hostile_file(folder: Path, shape: str, name: str = "input") -> Path:
+    """A path of the `shape` in `folder` (or the device itself for `/dev/zero`)."""
+    path = folder / name
+    if shape == "/dev/zero":
+        return Path("/dev/zero")
+    if shape == "fifo":
+        os.mkfifo(path)  # reading it waits for a writer forever
+    elif shape == "directory":
+        path.mkdir()
+    elif shape == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif shape == "oversized":
+        with path.open("wb") as sparse:
+            sparse.truncate(2**30)  # a GiB of nothing: over every limit, no disk used
+    elif shape == "alias bomb":
+        path.write_text(ALIAS_BOMB)
+    elif shape == "10,000 deep":
+        path.write_text("[" * 10_000 + "]" * 10_000)  # JSON and YAML alike
+    else:
+        raise ValueError(shape)
+    return path

@@ -4,6 +4,8 @@ names the file, the line and the fix.
 The CLI parses YAML with Go's yaml.v3, whose schema is YAML 1.2's core schema: `on`, `yes`, `no`
 and `off` are strings, `0o17` is octal, `017` is seventeen, `2026-01-02` is a string, and a key set
 twice is an error. PyYAML's `safe_load` is YAML 1.1, where `namespace: on` would be `true`.
+Like yaml.v3, a file nested too deep or with excessive aliasing (a billion laughs) is refused
+before anything of it is constructed (`common.yaml_input`).
 
 A stack file's config value that is a scalar reaches the program as its text, exactly as written
 (pulumi `pkg/resource/config/value.go` unmarshals a value as a string first, and yaml.v3 hands a
@@ -22,10 +24,8 @@ from typing import Any
 
 import yaml
 
-from common.input_files import read_text
-
-MAX_FILE_BYTES = 1024 * 1024
-"""A project or stack file is a few KiB; a larger one is not one (and would be slow to read)."""
+from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
+from common.yaml_input import check_composed, check_nesting
 
 
 class StackFileError(ValueError):
@@ -82,10 +82,13 @@ def _readable(path: Path) -> Iterator[None]:
 def load_mapping(path: Path) -> tuple[yaml.SafeLoader, yaml.MappingNode | None]:
     """The file's top-level mapping node (None for an empty file), with the loader that can
     construct its parts; a file that is not YAML, or not a mapping, is a StackFileError."""
-    text = read_text(path, "Pulumi file", MAX_FILE_BYTES)
+    text = read_text(path, "Pulumi file", MAX_PULUMI_FILE_BYTES)
     with _readable(path):
+        check_nesting(text, str(path), "Pulumi file")  # before composing, which recurses
         loader = _CoreSchemaLoader(text)
         node = loader.get_single_node()
+    if node is not None:
+        check_composed(node, str(path), "Pulumi file")  # before constructing any of it
     if node is not None and not isinstance(node, yaml.MappingNode):
         raise StackFileError(f"{path} must be a YAML mapping (`config:` and its keys)")
     return loader, node

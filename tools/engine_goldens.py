@@ -30,6 +30,7 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, write_inside
+from common.input_files import MAX_RECORD_BYTES, read_text
 from common.parsers import CommandParser
 from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
@@ -107,7 +108,7 @@ def generate() -> dict[Path, str]:
 def drift(files: dict[Path, str]) -> str:
     chunks: list[str] = []
     for path, text in files.items():
-        committed = path.read_text() if path.exists() else ""
+        committed = read_text(path, "engine golden", MAX_RECORD_BYTES) if path.exists() else ""
         if committed != text:
             name = str(path.relative_to(REPO_ROOT))
             chunks += difflib.unified_diff(

@@ -20,6 +20,7 @@ import pulumi
 
 from common import REPO_ROOT
 from common.confined_paths import inside
+from common.input_files import MAX_RECORD_BYTES, read_text
 from common.parsers import CommandParser
 from tools.render import render_files, render_stack, write_render
 from tools.stack_files import SHIPPED_STACKS, example_site_for
@@ -47,7 +48,11 @@ def rendered_files(stack: str) -> dict[str, str]:
 def committed_files(stack: str) -> dict[str, str]:
     directory = MANIFESTS / stack
     paths = [*directory.glob("*.yaml"), directory / OUTPUTS_FILE]
-    return {path.name: path.read_text() for path in paths if path.is_file()}
+    return {
+        path.name: read_text(path, "golden manifest", MAX_RECORD_BYTES)
+        for path in paths
+        if path.is_file()
+    }
 
 
 def drift(stack: str) -> str:

@@ -13,6 +13,7 @@ import sys
 
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, write_inside
+from common.input_files import MAX_RECORD_BYTES, read_text
 from tools.config_reference import reference_table
 
 PAGE = "docs/configuration.md"
@@ -29,7 +30,7 @@ def synced(text: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    text = TARGET.read_text()
+    text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
     if "--check" in argv:
         if synced(text) != text:
             print(

@@ -37,7 +37,9 @@ from pathlib import Path
 from pulumi import RunError
 
 from common.credentials import masked_output
+from common.input_files import MAX_KUBECONFIG_BYTES
 from common.parsers import CommandParser
+from common.yaml_input import read_yaml_file
 from testenv import cluster
 from testenv.crd import CRD_NAME, ENV, GRAPH_KIND, CrdError, crd_path, load_crd
 from testenv.engine import EngineError, cache_home, located
@@ -135,13 +137,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _validate(args: argparse.Namespace) -> int:
+    # The files first: one that cannot be used is refused before seconds of rendering.
+    crd = None if args.kubeconfig is not None else crd_path(args.crd)
+    if crd is None:
+        read_yaml_file(args.kubeconfig, "kubeconfig", MAX_KUBECONFIG_BYTES)
+    else:
+        load_crd(crd)  # a file that is no whole CRD is refused before anything starts
     renders: Renders = {stack: example_render(stack)[0] for stack in args.stack or SHIPPED_STACKS}
-    if args.kubeconfig is not None:
+    if crd is None:
         results = _on_their_cluster(renders, args.kubeconfig, args.context)
         print(f"the API server of {args.context or 'the current context'}: every object dry-run")
     else:
-        crd = crd_path(args.crd)
-        load_crd(crd)  # a file that is no whole CRD is refused before anything starts
         results = server_violations(renders, crd)
         print(f"kube-apiserver {SERVER_VERSION} with {crd}: every object dry-run")
     for stack, objects in renders.items():

@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.input_files import MAX_RECORD_BYTES, read_text
 from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.orchestrator import run_ab as run_orchestrator
@@ -196,5 +197,8 @@ def print_summary(result: AbResult, ab: AbRun) -> None:
     else:
         print(f"report: not written (continue with --run-id {ab.run_id})")
         verdict = f"the A/B did not finish (continue with --run-id {ab.run_id})"
-    written = verdict_in(result.report.read_text()) if result.report is not None else None
+    report = result.report
+    written = (
+        None if report is None else verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
+    )
     print(written or f"{VERDICT_PREFIX}inconclusive: {verdict}")

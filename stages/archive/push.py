@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.credentials import credential_kind_in_bytes
+from common.input_files import MAX_INPUT_BYTES, InputFileError, read_bytes
 from common.output_folders import OWNERSHIP_FILES
 from stages.archive.records import (
     ArchiveConflictError,
@@ -58,7 +59,7 @@ def checked_files(directory: Path) -> list[CheckedFile]:
     """Every file below `directory`, described and free of secrets, sorted by name."""
     checked = []
     for name, path in _result_files(directory):
-        data = path.read_bytes()
+        data = _result_bytes(path)
         secret = find_secret(data)
         if secret:
             raise ArchiveError(
@@ -71,10 +72,19 @@ def checked_files(directory: Path) -> list[CheckedFile]:
 
 def unchanged_bytes(entry: ArchivedFile, path: Path) -> bytes:
     """The file's bytes, provided they are still the ones scanned and described."""
-    data = path.read_bytes()
+    data = _result_bytes(path)
     if describe(entry.name, data) != entry:
         raise ArchiveError(f"{path} changed while it was being archived: archive it again")
     return data
+
+
+def _result_bytes(path: Path) -> bytes:
+    """A result file, at most MAX_INPUT_BYTES of it (one swapped for a FIFO since it was listed
+    is refused, not waited on)."""
+    try:
+        return read_bytes(path, "result file", MAX_INPUT_BYTES)
+    except InputFileError as error:
+        raise ArchiveError(f"{error}: refusing to archive the run") from None
 
 
 def _result_files(directory: Path) -> list[tuple[str, Path]]:

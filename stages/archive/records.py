@@ -68,6 +68,11 @@ class CorruptManifestError(ArchiveError):
     """An object at a manifest's key is not the manifest of the run its key names."""
 
 
+class UnusableStoredFile(ArchiveError):
+    """A directory store's file that is no regular file within its limit (a FIFO, a device, a
+    file grown past what a push stores): refused, never read."""
+
+
 def validation_summary(error: ValidationError, limit: int = 3) -> str:
     """`field: problem; ...` on one line, without the offending values (they may be anything)."""
     problems = [

@@ -34,6 +34,7 @@ from stages.archive.records import (
     RunPlace,
     RunRecord,
     Stage,
+    UnusableStoredFile,
     describe,
     is_manifest_key,
     validation_summary,
@@ -115,7 +116,10 @@ def fetch_record(
 
 def read_record(bucket: ArchiveStore, key: str) -> RunRecord:
     """The manifest at `key`, which must be a valid RunRecord of the run its key names."""
-    data = bucket.read(key, max_size=MAX_MANIFEST_BYTES)
+    try:
+        data = bucket.read(key, max_size=MAX_MANIFEST_BYTES)
+    except UnusableStoredFile as error:
+        raise _corrupt(bucket, key, str(error)) from None
     if len(data) > MAX_MANIFEST_BYTES:
         raise _corrupt(bucket, key, f"larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
     try:

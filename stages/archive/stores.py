@@ -45,11 +45,13 @@ from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from common.confined_paths import OutputFolderError, inside, remove_inside
 from common.credentials import mask_url
+from common.input_files import MAX_INPUT_BYTES, InputFileError, InputFileMissing, read_bytes
 from stages.archive.records import (
     ArchiveConflictError,
     ArchiveError,
     ArchiveLocation,
     RunNotFoundError,
+    UnusableStoredFile,
 )
 
 NEW_RUN_ID_ADVICE = "Push again with a new run id (--run-id, or leave it out for a fresh one)."
@@ -319,11 +321,14 @@ class DirectoryBucket:
         return self._path(key).is_file()
 
     def read(self, key: str, max_size: int | None = None) -> bytes:
+        """The stored file's bytes: a regular file of at most `max_size` (else MAX_INPUT_BYTES,
+        the most a push stores), never a device or a FIFO someone left in the directory."""
         try:
-            with self._path(key).open("rb") as stored:
-                return stored.read() if max_size is None else stored.read(max_size + 1)
-        except FileNotFoundError:
+            return read_bytes(self._path(key), "archived file", max_size or MAX_INPUT_BYTES)
+        except InputFileMissing:
             raise RunNotFoundError(f"{self.url(key)} does not exist") from None
+        except InputFileError as error:
+            raise UnusableStoredFile(f"{self.url(key)}: {error}") from None
 
     def sha256(self, key: str) -> str:
         return hashlib.sha256(self.read(key)).hexdigest()

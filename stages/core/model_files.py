@@ -8,6 +8,13 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from common.confined_paths import write_file
+from common.input_files import (
+    MAX_RECORD_BYTES,
+    InputFileError,
+    InputFileMissing,
+    parsed_json,
+    read_text,
+)
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -25,14 +32,17 @@ def read_model(
     how_to_make_one: str,
     error: type[ValueError] = ValueError,
 ) -> Model:
-    """The record at `path`; anything else (missing, a directory, unreadable, not JSON, not this
-    record) is `error` with a message naming the path and, for a missing file, how to make one."""
+    """The record at `path`; anything else (missing, not a regular file, over MAX_RECORD_BYTES,
+    unreadable, not JSON, nested too deep, not this record) is `error` with a message naming the
+    path and, for a missing file, how to make one."""
     try:
-        return model_type.model_validate_json(path.read_text())
-    except FileNotFoundError:
+        text = read_text(path, what, MAX_RECORD_BYTES)
+        parsed_json(text, str(path), what)  # its syntax and nesting, named, before the model's
+    except InputFileMissing:
         raise error(f"no {what} at {path}: {how_to_make_one}") from None
-    except OSError as problem:  # a directory, no permission
-        reason = problem.strerror or type(problem).__name__
-        raise error(f"{path} cannot be read as a {what} ({reason})") from None
-    except ValueError as problem:  # not UTF-8, not JSON, not this record
+    except InputFileError as problem:
+        raise error(str(problem)) from None
+    try:
+        return model_type.model_validate_json(text)
+    except ValueError as problem:  # not this record
         raise error(f"{path} is not a {what}: {problem}") from None

@@ -8,13 +8,19 @@ usage reports (`usage.prompt_tokens_details.cached_tokens`), which AIPerf sums a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from common.input_files import InputFileError, read_text
+from common.input_files import (
+    MAX_RECORD_BYTES,
+    InputFileError,
+    InputFileMissing,
+    parsed_json,
+    read_json_object,
+    read_text,
+)
 from components.routing import RoutingProfile
 from stages.core.model_files import write_model
 from stages.core.workload import PerfWorkload
@@ -180,7 +186,8 @@ class ProfileResults(BaseModel):
     def load(cls, path: Path) -> ProfileResults:
         """A results.json: a regular UTF-8 file (`common.input_files`) of this model."""
         try:
-            text = read_text(path, "results file")
+            text = read_text(path, "results file", MAX_RECORD_BYTES)
+            parsed_json(text, str(path), "results file")  # syntax and nesting, before the model
         except InputFileError as error:
             raise ResultsError(str(error)) from None
         try:
@@ -254,9 +261,9 @@ def read_level(artifact_dir: Path) -> LevelResult:
     """One level from an AIPerf artifact directory."""
     path = artifact_dir / AIPERF_EXPORT_FILE
     try:
-        export = json.loads(path.read_text())
-    except FileNotFoundError as error:
+        export = read_json_object(path, "AIPerf export")
+    except InputFileMissing as error:
         raise ResultsError(f"AIPerf wrote no {path}") from error
-    except json.JSONDecodeError as error:
-        raise ResultsError(f"{path} is not JSON: {error}") from error
+    except InputFileError as error:
+        raise ResultsError(str(error)) from error
     return parse_level(export)

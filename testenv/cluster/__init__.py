@@ -39,6 +39,7 @@ import yaml
 
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, remove_tree_inside, write_inside
+from common.input_files import InputFileError, read_tail
 from testenv.cluster import components, objects, processes
 from testenv.cluster.folder import (
     OWNER_MARK,
@@ -198,9 +199,11 @@ def _start(
     cluster.server = ports.server
     config = objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key)
     write_inside(folder, "kubeconfig", yaml.safe_dump(config), mode=0o600)
-    stages = write_inside(
-        folder, "kwok-stages.yaml", objects.kwok_config(engine.kwok_stages, graph_stage)
-    )
+    try:
+        kwok_config = objects.kwok_config(engine.kwok_stages, graph_stage)
+    except InputFileError as error:  # the engine's copy of kwok's stages, damaged
+        raise ClusterError(f"{error}: build the engine again (make engine)") from None
+    stages = write_inside(folder, "kwok-stages.yaml", kwok_config)
     env = {"PATH": os.defpath, "HOME": str(folder)}
 
     def launch(name: str, argv: list[str]) -> None:
@@ -262,11 +265,7 @@ def _wait_for(
         dead = [item for item in cluster.started if not processes.running(item, cluster.children)]
         if dead:
             log = Path(dead[0].log)
-            tail = (
-                "\n".join(log.read_text(errors="replace").splitlines()[-15:])
-                if log.exists()
-                else ""
-            )
+            tail = "\n".join(read_tail(log).splitlines()[-15:])
             raise ClusterError(f"{dead[0].name} exited while waiting for {what}; {log}:\n{tail}")
         if ready():
             return

@@ -10,10 +10,10 @@ message, and nothing is stopped on its word. No name `up` writes or removes ther
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from common.confined_paths import OutputFolderError, inside, remove_tree_inside, write_inside
+from common.input_files import MAX_STATE_BYTES, InputFileError, InputFileMissing, read_json_object
 from testenv.cluster import processes
 
 OWNER_MARK = ".cosmos3-local-cluster"
@@ -25,8 +25,6 @@ WRITTEN_PARTS = (OWNER_MARK, *STALE_PARTS, "kwok-stages.yaml", "logs", "kube-cac
 """Every name `up` writes below its folder: none may be a link."""
 MAX_PID = 1 << 22
 """Linux's largest `pid_max`."""
-MAX_STATE_BYTES = 1 << 20
-"""`cluster.json` is a few hundred bytes; a larger one is not `up`'s."""
 
 
 class ClusterError(Exception):
@@ -45,20 +43,19 @@ def read_state(folder: Path) -> tuple[str, list[processes.Started]] | None:
     path = folder / "cluster.json"
     try:
         inside(folder, "cluster.json")
-        info = path.stat()
-        if info.st_size > MAX_STATE_BYTES:
-            raise ValueError(f"it is {info.st_size} bytes, larger than `up` ever writes")
-        state = json.loads(path.read_bytes())
+        state = read_json_object(path, "cluster state file", MAX_STATE_BYTES)
         server = state["server"]
         started = [processes.Started.from_json(item) for item in state["components"]]
         if not isinstance(server, str):
             raise TypeError("its server is not a URL")
         for item in started:
             _must_be_a_component(item)
-    except FileNotFoundError:
+    except (FileNotFoundError, InputFileMissing):
         return None
     except OutputFolderError as error:
         raise ClusterError(str(error)) from None
+    except InputFileError as error:  # not a regular file, or past its limit: never read whole
+        raise ClusterError(f"{error}: not what `testenv.cluster up` writes") from None
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
         raise ClusterError(
             f"{path} is not a cluster.json that `up` wrote ({error or type(error).__name__}): "

@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from common.input_files import read_text
 from testenv.cluster.components import KWOK_NODE_SELECTOR
 from testenv.crd import load_crd
 
@@ -154,7 +155,7 @@ def graph_ready_stage() -> dict[str, Any]:
 def kwok_config(own_stages: list[Path], graph_stage: bool = True) -> str:
     """kwok's `--config` file: its own Stages (as the engine copied them) and, unless something
     else sets the graphs' status (the lab controller, `lab/controller.py`), the graph's."""
-    documents = [path.read_text().strip() for path in own_stages]
+    documents = [read_text(path, "kwok stage file").strip() for path in own_stages]
     if graph_stage:
         documents.append(yaml.safe_dump(graph_ready_stage(), sort_keys=False).strip())
     return "\n---\n".join(documents) + "\n"

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from common.input_files import read_tail
 from testenv.engine.pins import KUBERNETES_VERSION
 
 MINIMUM_GO = (1, 26)
@@ -102,7 +103,7 @@ class Builder:
 
 
 def _failure_line(what: str, log: Path, proxy: str) -> str:
-    tail = log.read_text(errors="replace").strip().splitlines()[-12:]
+    tail = read_tail(log).strip().splitlines()[-12:]
     text = "\n".join(tail)
     if re.search(r"dial tcp|no such host|connection refused|i/o timeout|TLS handshake", text):
         return f"engine: the Go module proxy ({proxy}) could not be reached while {what}; see {log}"

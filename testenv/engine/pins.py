@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.input_files import read_bytes
 
 WRAPPERS = REPO_ROOT / "engine"
 
@@ -131,7 +132,7 @@ def _digest(words: Sequence[str], files: Sequence[Path]) -> str:
     for word in words:
         sha.update(word.encode() + b"\0")
     for path in files:
-        sha.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        sha.update(path.name.encode() + b"\0" + read_bytes(path, "engine module file") + b"\0")
     return sha.hexdigest()[:16]
 
 

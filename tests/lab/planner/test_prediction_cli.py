@@ -116,9 +116,9 @@ def test_a_reference_level_the_table_lacks_exits_2_naming_the_option(
 @pytest.mark.parametrize(
     ("command", "message"),
     [
-        (["predict", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
+        (["predict", "--calibration", "{dir}"], "{dir} is a directory, not a lab calibration"),
         (["calibrate", "--results", "{dir}", "{dir}"], "{dir} is a directory, not a results file"),
-        (["report", "--calibration", "{dir}"], "{dir} cannot be read as a lab calibration"),
+        (["report", "--calibration", "{dir}"], "{dir} is a directory, not a lab calibration"),
         (["calibrate", "--out", "{file}/out"], "--out {file}/out: cannot write there"),
     ],
 )
