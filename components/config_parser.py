@@ -1,7 +1,7 @@
 """Stack config as the CLI hands it to the program -> `StackSettings`, or one error naming every
 offending key and its fix.
 
-Every problem is reported at once: unknown keys, each value that breaks its rule, the checks
+Every problem is reported at once: unknown keys (`components.config_keys`), each value that breaks its rule, the checks
 across keys (run on the keys that did validate) and the secrets. A refusal shows a value only for
 a key outside `QUIET_KEYS`, and only when it is short; it never shows a secret.
 
@@ -10,7 +10,6 @@ No Pulumi import: the program, the offline render and the tests use it.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from collections.abc import Collection, Mapping
@@ -23,7 +22,9 @@ from pydantic import TypeAdapter, ValidationError
 from common.credentials import credential_kind, mask
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
 from common.yaml_input import yaml_documents
+from components.config_keys import declared_keys, unknown_key_lines
 from components.config_rules import shown
+from components.image_reference import holds_userinfo
 from components.settings import (
     LAYER_KEYS,
     PROJECT,
@@ -37,13 +38,8 @@ from components.settings import (
 PROJECT_FILE = Path(__file__).resolve().parents[1] / "Pulumi.yaml"
 """Declares every key with its default; the CLI merges the defaults under the stack's own values."""
 
-REMOVED_KEYS = {
-    "servedModel": (
-        "no longer config: the NIM serves its own model id, which no setting renames "
-        "(components/names.py SERVED_MODEL); the stack output servedModel still names it"
-    ),
-}
-"""Keys older stack files may still set, with why they went."""
+REGISTRY_KEYS = frozenset({"frontendImage", "workerImage", "registryServer"})
+"""The keys whose values name a registry: a `user:password@` in one is a registry's credential."""
 MAX_VALUE_BYTES = 64 * 1024
 """One config value's size at most. The API server refuses a request over 3 MiB and etcd an
 object over 1.5 MiB; an object carries a handful of values at most, so 64 KiB each keeps every
@@ -74,7 +70,7 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     marked = {key.rpartition(":")[2] for key in secret_keys}
     secret_problems = _secret_problems(settings, unvalidated, present, marked)
     sections = [
-        (_unknown_keys_lines(unknown), "Unknown stack config (a typo?):"),
+        (unknown_key_lines(raw, unknown), "Unknown stack config (a typo?):"),
         (_plain_credential_lines(own), "Credentials in plain stack config:"),
         (problems, "Invalid stack config:"),
         (secret_problems, "Invalid secret config:"),
@@ -83,10 +79,6 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     if message:
         raise ConfigError(mask(message))  # whatever a rule quoted, never a credential
     return settings
-
-
-def declared_keys() -> set[str]:
-    return {field.alias or name for name, field in StackSettings.model_fields.items()}
 
 
 @functools.cache
@@ -219,9 +211,19 @@ def _text(value: Any) -> str:
 
 def _plain_credential_lines(own: Mapping[str, Any]) -> list[str]:
     """A credential (by its shape, `common.credentials`) in a key that is not secret: plain
-    text in the stack file, the state and the objects. The value is never shown."""
+    text in the stack file, the state and the objects. The value is never shown. A registry's
+    `user:password@` in an image or the registry server says where the registry's go."""
     lines = []
     for key in sorted(set(own) - SECRET_KEYS):
+        if key in REGISTRY_KEYS and holds_userinfo(_text(own[key])):
+            lines.append(
+                f"  {config_key(key)} holds a registry user or password (user:password@, not "
+                f"shown): the mirror's user goes in {config_key('registryUsername')}, its "
+                f"password in `pulumi config set --secret {config_key('registryPassword')}`, "
+                f"its host in {config_key('registryServer')}; then set {config_key(key)} "
+                "without them"
+            )
+            continue
         kind = credential_kind(_text(own[key]))
         if kind:
             lines.append(
@@ -252,13 +254,3 @@ def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
         if not sep or namespace == PROJECT:
             own[name] = value
     return own
-
-
-def _unknown_keys_lines(unknown: list[str]) -> list[str]:
-    lines = []
-    for key in unknown:
-        close = difflib.get_close_matches(key, declared_keys() | SECRET_KEYS, n=1)
-        hint = f"did you mean {config_key(close[0])}?" if close else "see docs/configuration.md"
-        hint = REMOVED_KEYS.get(key, hint)
-        lines.append(f"  {config_key(key)}: {hint} (`pulumi config rm {config_key(key)}`)")
-    return lines

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from common.credentials import credential_kind
 from components import k8s_values as k8s
+from components.image_reference import holds_userinfo
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
 _STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
@@ -41,8 +42,9 @@ MAX_GPUS_PER_POD = 16
 
 def shown(text: str) -> str:
     """`text` as a refusal may show it: quoted when short, else by its length; never a value
-    that holds a credential (`common.credentials`), whatever its key."""
-    if credential_kind(text):
+    that holds a credential (`common.credentials`, or `user:password@` before a registry),
+    whatever its key."""
+    if credential_kind(text) or holds_userinfo(text):
         return "a value that holds a credential (not shown)"
     quoted = repr(text)
     return quoted if len(quoted) <= SHOWN_MAX_CHARACTERS else f"a {len(text)}-character value"
@@ -119,7 +121,7 @@ def _at_most(limit: int, why: str) -> AfterValidator:
 
 def _registry_server(value: str) -> list[str]:
     # The server is the first part of every image reference pulled through the mirror.
-    return k8s.image_problems(value) if value else []
+    return k8s.registry_server_problems(value) if value else []
 
 
 def _registry_username(value: str) -> list[str]:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import IO, Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from common.input_files import (
@@ -27,6 +28,7 @@ from common.input_files import (
     read_text,
 )
 from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
+from components.k8s_values import is_dns1123_label
 from components.routing import RoutingProfile, routing_for
 
 
@@ -60,6 +62,26 @@ class StackOutputs(BaseModel):
         default=None, description="kubeconfig context of the cluster; None for the lab."
     )
     target: Literal["cluster", "lab"] = "cluster"
+
+    @field_validator("namespace")
+    @classmethod
+    def _a_namespace_name(cls, namespace: str) -> str:
+        # What the API server would refuse of every Job, Service and ConfigMap a stage makes
+        # there (ValidateNamespaceName: an RFC 1123 label); a dry run must refuse it too.
+        problems = is_dns1123_label(namespace)
+        if problems:
+            raise ValueError("is no namespace name: it " + "; ".join(problems))
+        return namespace
+
+    @field_validator("frontend_url", "models_url")
+    @classmethod
+    def _an_http_url(cls, url: str) -> str:
+        # The pod programs and AIPerf speak HTTP(S) only: a file:// or ftp:// URL, one without a
+        # host or with a port outside 1-65535 would fail in the pod, after the Job was created.
+        problem = http_url_problem(url)
+        if problem:
+            raise ValueError(problem)
+        return url
 
     @model_validator(mode="after")
     def _routing_is_consistent(self) -> StackOutputs:
@@ -119,7 +141,39 @@ class StackOutputs(BaseModel):
         except InputFileError as error:  # missing, a device, too big, not text, not JSON, deep
             raise OutputsError(str(error)) from None
         except ValidationError as error:
-            raise OutputsError(f"stack outputs in {name} break the contract:\n{error}") from error
+            problems = contract_problems(error)
+            raise OutputsError(f"stack outputs in {name} break the contract:\n{problems}") from None
+        except (RecursionError, ValueError) as error:
+            # json refuses numbers over 4,300 digits (ValueError) and nests by recursion.
+            detail = f"{type(error).__name__}: {str(error)[:100]}"
+            raise OutputsError(f"stack outputs in {name} are not usable JSON ({detail})") from error
+
+
+def contract_problems(error: ValidationError) -> str:
+    """One line per problem, `  frontendUrl: <why>`, never the value: any field may carry a
+    credential, and pydantic's cut-short quote of a long one hides it from the masker."""
+    lines = []
+    for problem in error.errors():
+        where = ".".join(str(part) for part in problem["loc"]) or "the outputs"
+        lines.append(f"  {where}: {problem['msg'].removeprefix('Value error, ')}")
+    return "\n".join(lines)
+
+
+def http_url_problem(url: str) -> str | None:
+    """Why `url` is no http(s) URL a client can reach (no scheme, another scheme, no host, a port
+    outside 1-65535), or None; never the URL itself (it may carry a password)."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # an unclosed IPv6 bracket, a port that is no number or above 65535
+        return "must be an http:// or https:// URL with a host and a port of 1 to 65535"
+    if parts.scheme not in ("http", "https"):
+        return f"must be an http:// or https:// URL, not {parts.scheme + '://' if parts.scheme else 'one without a scheme'}"
+    if not parts.hostname:
+        return "must be an http:// or https:// URL with a host"
+    if port == 0:
+        return "must have a port of 1 to 65535"
+    return None
 
 
 class OutputsError(Exception):

@@ -16,6 +16,8 @@ from __future__ import annotations
 import re
 from decimal import Decimal, InvalidOperation
 
+from components.image_reference import reference_problems, registry_host_problems
+
 INT32_MAX = 2**31 - 1
 """Replica counts and most integers of the Kubernetes API are int32."""
 SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
@@ -246,9 +248,22 @@ def toleration_problems(item: str) -> list[str]:
 def image_problems(value: str) -> list[str]:
     """A container image: core/validation validateContainers requires a non-empty image without
     surrounding whitespace; no registry accepts a reference with whitespace or control characters
-    inside either."""
+    inside either, and the runtime refuses what its reference grammar does not parse
+    (`components.image_reference`), failing the pod with InvalidImageName."""
     if not value:
         return ["must be non-empty (a pinned image reference, e.g. registry/name:tag)"]
-    if any(character.isspace() or not character.isprintable() for character in value):
+    if _has_whitespace_or_control(value):
         return ["must contain no whitespace or control characters"]
-    return []
+    return reference_problems(value)
+
+
+def registry_server_problems(value: str) -> list[str]:
+    """A registry mirror's server: the pull secret's key and the first part of every reference
+    pulled through it (`components.image_reference.registry_host_problems`)."""
+    if _has_whitespace_or_control(value):
+        return ["must contain no whitespace or control characters"]
+    return registry_host_problems(value)
+
+
+def _has_whitespace_or_control(value: str) -> bool:
+    return any(character.isspace() or not character.isprintable() for character in value)

@@ -24,6 +24,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from components.kubeconfig import KubeconfigError, api_client
+
 Manifest = dict[str, Any]
 REQUEST_TIMEOUT_SECONDS = 15
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
@@ -194,16 +196,10 @@ def connect(context: str, kubeconfig: str = "") -> ClusterView:
 def _connect(context: str, kubeconfig: str) -> Request:
     """A GET through the `kubernetes` client, for `context` of `kubeconfig` (empty: $KUBECONFIG,
     which may list several files, else ~/.kube/config, as the provider reads it)."""
-    from kubernetes import config
-    from kubernetes.config.config_exception import ConfigException
-
     try:
-        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=kubeconfig or None, context=context, persist_config=False
-        )
-    except (ConfigException, OSError, TypeError, ValueError) as error:
-        source = kubeconfig or "the default kubeconfig ($KUBECONFIG, ~/.kube/config)"
-        raise LiveReadError(f"cannot use context {context!r} of {source}: {error}") from None
+        api = api_client(kubeconfig or None, context)
+    except KubeconfigError as error:
+        raise LiveReadError(str(error)) from None
 
     def request(path: str, query: Mapping[str, str], accept: str) -> tuple[int, bytes]:
         method, url, headers, _, _ = api.param_serialize(

@@ -41,9 +41,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from kubernetes import client, config
+from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from components.kubeconfig import api_client as kubeconfig_client
 from components.names import frontend_service
 from lab.deployed_graph import DeployedGraph, UnrunnableGraph, WorkerMapping, read_graph
 from lab.frontend_command import FrontendCommand
@@ -100,9 +101,7 @@ class GraphController:
     """Orders `stop` against a start beginning, so that no graph starts once it is called."""
 
     def __enter__(self) -> Self:
-        api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(self.kubeconfig), context=self.context, persist_config=False
-        )
+        api_client = kubeconfig_client(self.kubeconfig, self.context)
         self._api = client.CustomObjectsApi(api_client)
         self._core = client.CoreV1Api(api_client)
         self._thread = threading.Thread(target=self._run, name="lab-controller", daemon=True)

@@ -85,6 +85,11 @@ def annotate_frontend_service(core: Any, graph: DeployedGraph, url: str | None) 
 def published_frontend_url(outputs: StackOutputs, kubeconfig: Path | None) -> str:
     """Where the lab's frontend for the outputs' graph listens: the annotation on the frontend
     Service the outputs name (`frontendService` in `namespace`, on `kubeContext`)."""
+    if not outputs.kube_context:  # never the kubeconfig's current context
+        raise LabGraphError(
+            f"the outputs of graph {outputs.graph_name} name no kubeContext: the lab reads its "
+            "frontend Service only on the cluster the stack deployed to"
+        )
     api = KubernetesApi.connect(outputs.namespace, kubeconfig, outputs.kube_context)
     try:
         service = api.core.read_namespaced_service(outputs.frontend_service, outputs.namespace)

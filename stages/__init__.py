@@ -15,4 +15,10 @@ Layers, each importing only those below it (checked by import-linter, `.importli
     incluster             the pod programs themselves (standard library only)
 
 The lab is above all of this and passes in what the local target needs (`local.run.LocalTools`).
+A Ctrl-C while `python -m stages` is still importing ends with one line and status 130
+(`common.interrupts`).
 """
+
+from common.interrupts import end_interrupts_quietly
+
+end_interrupts_quietly()

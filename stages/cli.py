@@ -32,6 +32,7 @@ from common.parsers import CommandParser, add_subcommands
 from components.contract import OutputsError, StackOutputs
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
+from stages.ab.cli import stack_problems
 from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.archive.cli import configure_parser as configure_archive_parser
 from stages.archive.cli import run as run_archive
@@ -301,6 +302,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
         )
     if args.stage == "ab" and not args.rehearse and args.archive_bucket is None:
         args.stage_parser.error("--archive-bucket BUCKET is required (unless --rehearse)")
+    if args.stage == "ab" and (problem := stack_problems(args)):
+        args.stage_parser.error(problem)
     if args.stage == "ab" and args.gpus is not None and not 1 <= args.gpus <= MAX_GPUS:
         args.stage_parser.error(f"--gpus must be 1 to {MAX_GPUS} GPUs, got {args.gpus}")
     if args.stage in {"report", "ab"} and args.archive_bucket is not None:

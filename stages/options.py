@@ -19,6 +19,7 @@ from pydantic import ValidationError
 
 from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError, InputFileMissing
 from common.yaml_input import read_yaml_file
+from components.k8s_values import image_problems
 from stages.cluster.manifests import RUN_ID_REQUIREMENT, check_run_id
 from stages.cluster.pod_template import POD_IMAGE, check_pip_index_url
 from stages.cluster.run import CLUSTER_TOKENIZER, ClusterOptions
@@ -100,6 +101,12 @@ def _concurrencies(text: str) -> tuple[int, ...]:
     if not text.isascii() or any(level < 1 for level in levels) or len(set(levels)) != len(levels):
         raise ValueError(text)
     return levels
+
+
+def _image_reference(text: str) -> str:
+    if image_problems(text):  # what the kubelet's runtime would refuse (InvalidImageName)
+        raise ValueError(text)
+    return text
 
 
 def _seconds(text: str) -> float:
@@ -252,6 +259,11 @@ def add_cluster_arguments(
     group.add_argument(
         "--image",
         default=POD_IMAGE,
+        action=_Checked,
+        check=_image_reference,
+        requirement="an image reference as the runtime pulls it, e.g. registry/name:tag or "
+        "name@sha256:<64 hex digits> (no URL, no user:password@)",
+        secret=True,  # a refused reference may hold user:password@
         help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})",
     )
     group.add_argument(

@@ -27,10 +27,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from common.interrupts import end_interrupts_quietly
+
 if TYPE_CHECKING:
     from testenv.cluster import LocalCluster
 
 ENV_CLUSTER = "COSMOS3_CLUSTER"
+
+end_interrupts_quietly()  # a Ctrl-C while `python -m testenv...` imports: one line, status 130
 
 
 def up(folder: Path, crd: Path | None = None, **options: Any) -> LocalCluster:

@@ -22,7 +22,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from kubernetes import config as kube_config
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import (
     ConflictError,
@@ -31,6 +30,7 @@ from kubernetes.dynamic.exceptions import (
     ResourceNotFoundError,
 )
 
+from components.kubeconfig import api_client as kubeconfig_client
 from tools.violations import API_SERVER, Manifest, Violation, object_name
 
 DRY_RUN_QUERY = [("dryRun", "All"), ("fieldValidation", "Strict")]
@@ -46,9 +46,7 @@ def dry_run_violations(
     """What the API server behind `kubeconfig` (its `context`, else its current one) refuses of
     `objects`, each created as a dry run. `keep_namespaces` leaves the namespaces made for them (a
     caller judging many object sets in one throwaway cluster saves their deletion each time)."""
-    api_client = kube_config.new_client_from_config(  # type: ignore[no-untyped-call]
-        str(kubeconfig), context=context
-    )
+    api_client = kubeconfig_client(kubeconfig, context)  # a KubeconfigError names the file
     client = DynamicClient(api_client)  # type: ignore[no-untyped-call]
     namespace_api = client.resources.get(api_version="v1", kind="Namespace")
     namespaces = [m for m in objects if m.get("kind") == "Namespace"]

@@ -91,5 +91,14 @@ def example_site_for(stack: str) -> dict[str, Any]:
 
 
 def placeholder_secrets(stack: str) -> dict[str, str]:
-    """Secrets the stack needs, as masked placeholders: the render never sees real secrets."""
-    return {"ngcApiKey": SECRET_PLACEHOLDER} if owns_layer(stack) else {}
+    """Secrets the stack needs, as masked placeholders: the render never sees real secrets.
+
+    The NGC key for a stack that owns the layer, and every secret the stack file sets (a
+    mirror's `registryPassword: {secure: ...}`): `cli_config` leaves those encrypted values out,
+    so without a placeholder the program would find a legal mirror stack's password missing."""
+    set_secretly = {
+        key.rpartition(":")[2]: SECRET_PLACEHOLDER
+        for key, value in stack_file_config(stack).items()
+        if isinstance(value, dict) and "secure" in value
+    }
+    return ({"ngcApiKey": SECRET_PLACEHOLDER} if owns_layer(stack) else {}) | set_secretly

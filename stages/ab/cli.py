@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 import sys
 import threading
 from datetime import UTC, datetime
@@ -26,6 +27,7 @@ from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.ab.pulumi_stacks import PulumiStacks
 from stages.ab.target import AbTarget
 from stages.archive import DEFAULT_PREFIX, ArchiveLocation, current_commit, new_run_id
+from stages.archive.cli import segment
 from stages.cluster.run import check_cluster_workload
 from stages.core.ab_verdict import VERDICT_PREFIX, verdict_in
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
@@ -56,7 +58,9 @@ def say(message: str) -> None:
 def add_run_arguments(parser: argparse.ArgumentParser, default_out: Path) -> None:
     """What every A/B command takes: which run, where its files go, and whether to keep graphs."""
     parser.add_argument(
-        "--run-id", help="the run to start or continue (default: a new one, UTC time + commit)"
+        "--run-id",
+        type=segment,  # an archive key segment, and printed on every line of the run
+        help="the run to start or continue (default: a new one, UTC time + commit)",
     )
     parser.add_argument(
         "--keep",
@@ -100,7 +104,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         default=os.environ.get("PULUMI_ORG"),
         help="organization that owns the stacks (default: $PULUMI_ORG; DIY: organization)",
     )
-    stacks.add_argument("--layer-stack", default=LAYER_STACK)
+    stacks.add_argument("--layer-stack", type=pulumi_stack_name, default=LAYER_STACK)
     stacks.add_argument(
         "--policy-pack",
         action="append",
@@ -112,12 +116,47 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "--stacks",
         nargs=2,
         metavar="STACK",
+        type=pulumi_stack_name,
         default=list(PROFILE_STACKS.values()),
         help="the round-robin and the session-affinity stack",
     )
     add_workload_arguments(parser)
     cluster = add_cluster_arguments(parser, default_timeout="14400 (4 h)", job_run_id=False)
     add_perf_cluster_arguments(cluster)
+
+
+PULUMI_STACK_NAME = re.compile(r"[A-Za-z0-9_.-]{1,100}")
+"""A stack's name as Pulumi takes it (`tokens.ValidateStackName`: alphanumerics, `-`, `_`, `.`);
+the organization and project of a qualified `<org>/<project>/<stack>` likewise."""
+
+
+def pulumi_stack_name(value: str) -> str:
+    """A stack name or `<org>/<project>/<stack>`: never a path (`./rr`, `/tmp/rr`, `a/b`), which
+    the CLI would read as another organization's stack or refuse after the layer is up."""
+    parts = value.split("/")
+    if len(parts) not in (1, 3) or not all(
+        PULUMI_STACK_NAME.fullmatch(part) and part not in (".", "..") for part in parts
+    ):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a Pulumi stack name (letters, digits, `-`, `_`, `.`; at most 100) "
+            "or <org>/<project>/<stack>"
+        )
+    return value
+
+
+def stack_problems(args: argparse.Namespace) -> str | None:
+    """Stacks that cannot be an A/B: one stack for both profiles (the second `up` would replace
+    the first profile's graph), or the layer stack as a profile's (its destroy would delete the
+    model cache's owner)."""
+    first, second = args.stacks
+    if first == second:
+        return f"--stacks names {first} twice: give the round-robin stack, then the session-affinity one"
+    if args.layer_stack in args.stacks:
+        return (
+            f"--stacks includes the layer stack {args.layer_stack} (--layer-stack): a profile's "
+            "stack is destroyed after its run, the layer stack never"
+        )
+    return None
 
 
 def ab_run(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
+from components.settings import config_key
 from stages.ab.plan import RECIPE_GRAPH_GPUS
 from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.ab.target import Say
@@ -48,10 +49,31 @@ class ClusterAbTarget:
     def available_gpus(self, say: Say) -> int | None:
         if self.gpus is not None:
             return self.gpus
-        api = KubernetesApi.connect("default", self.cluster.kubeconfig, self.cluster.context)
+        api = KubernetesApi.connect("default", self.cluster.kubeconfig, self.cluster_context())
         gpus = api.allocatable_gpus()
         say(f"the cluster's nodes offer {gpus} GPUs (nvidia.com/gpu allocatable; --gpus overrides)")
         return gpus
+
+    def cluster_context(self) -> str:
+        """The context whose nodes are counted: `--context`, else the layer stack's kubeContext
+        (where the profile stacks deploy), never the kubeconfig's current context; a UsageError
+        before anything is deployed when neither names one."""
+        if self.cluster.context:
+            return self.cluster.context
+        key = config_key("kubeContext")
+        try:
+            context = self.stacks.config_value(self.layer_stack, key)
+        except DeployError as error:
+            context, why = None, f"cannot read {key} of stack {self.layer_stack}: {error}"
+        else:
+            why = f"stack {self.layer_stack} sets no {key}"
+        if not context:
+            raise UsageError(
+                f"the A/B counts the GPUs of the cluster it deploys to, and no --context names "
+                f"it ({why.splitlines()[0]}); pass --context <the stacks' kubeContext>, or "
+                "--gpus N"
+            )
+        return context
 
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
         """From the stack's last outputs (workers x GPUs each); the recipe's 8 if it has none."""

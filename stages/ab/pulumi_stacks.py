@@ -109,6 +109,14 @@ class PulumiStacks:
         with _as_deploy_error(selected.name, "stack output"):
             return _as_printed(selected.outputs())
 
+    def config_value(self, stack: str, key: str) -> str | None:
+        """A plain config value of the stack (`pulumi config get KEY`), None for a secret one;
+        a DeployError when it cannot be read (a key not set included)."""
+        selected = self._select(stack)
+        with _as_deploy_error(selected.name, f"config get {key}"):
+            value = selected.get_config(key)
+        return None if value.secret else value.value
+
     def destroy(self, stack: str) -> None:
         """`pulumi destroy` of that stack (a profile stack holds only its graph and its GPUs)."""
         selected = self._select(stack)

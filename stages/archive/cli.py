@@ -28,6 +28,7 @@ from pydantic import ValidationError
 from common.credentials import masked_output
 from common.output_folders import OutputFolderError, os_error_reason
 from common.parsers import CommandParser, add_subcommands
+from common.terminal import visible
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
 from stages.archive.push import archive_plan, archive_run, resume_run
@@ -64,7 +65,28 @@ class ArchiveUsageError(ArchiveError):
     exit_status = EXIT_USAGE
 
 
-BUCKET_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{1,61}[A-Za-z0-9]")  # S3's, 3 to 63
+BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
+BUCKET_RULES = (
+    "3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a letter or digit, "
+    "no `..`, not an IP address, no xn--, sthree- or amzn-s3-demo- prefix and no -s3alias, "
+    "--ol-s3, .mrap, --x-s3 or --table-s3 suffix (S3's bucket naming rules)"
+)
+_RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
+_RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """What S3 refuses of a general purpose bucket's name (`BUCKET_RULES`), None for a name it
+    takes: checked before any request, so a typo is the option's error, not a store's 400."""
+    if (
+        not BUCKET_NAME.fullmatch(name)
+        or ".." in name
+        or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", name)
+        or name.startswith(_RESERVED_PREFIXES)
+        or name.endswith(_RESERVED_SUFFIXES)
+    ):
+        return BUCKET_RULES
+    return None
 
 
 def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLocation:
@@ -72,11 +94,9 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
     of each refused value (`options`: field -> option, else `--<field>`); it never shows an
     endpoint (a URL may carry credentials)."""
     named = {f: f"--{f.replace('_', '-')}" for f in ArchiveLocation.model_fields} | dict(options)
-    if not BUCKET_PATTERN.fullmatch(str(fields.get("bucket"))):
-        raise ArchiveUsageError(
-            f"{named['bucket']} must be a bucket name: 3 to 63 letters, "
-            "digits, `.`, `_`, `-`, starting and ending with a letter or digit"
-        )
+    problem = bucket_name_problem(str(fields.get("bucket")))
+    if problem:
+        raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: {problem}")
     try:
         return ArchiveLocation.model_validate(fields)
     except ValidationError as error:
@@ -142,6 +162,16 @@ def segment(value: str) -> str:
     return value
 
 
+def commit_id(value: str) -> str:
+    """A commit as the record keeps it and a run id begins with it: letters, digits, `.`, `_`,
+    `-` (a hash, a tag); an escape sequence or a newline would reach every `archive list`."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}", value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a commit (letters, digits, `.`, `_`, `-`; e.g. a git hash)"
+        )
+    return value
+
+
 def _minutes(value: str) -> timedelta:
     try:
         minutes = float(value)
@@ -186,7 +216,7 @@ def _add_push_arguments(push: argparse.ArgumentParser) -> None:
         type=segment,
         help="run id (default: UTC time and short commit, e.g. 20261130T184200Z-0518aea)",
     )
-    push.add_argument("--commit", help="git commit (default: `git rev-parse HEAD`)")
+    push.add_argument("--commit", type=commit_id, help="git commit (default: `git rev-parse HEAD`)")
     mode = push.add_mutually_exclusive_group()
     mode.add_argument(
         "--dry-run",
@@ -292,7 +322,7 @@ def _list(args: argparse.Namespace) -> None:
             run.profile.value,
             run.stage.value,
             run.run_id,
-            run.commit[:12],
+            visible(run.commit[:12]),  # a record written by anyone: no escape sequence printed
             str(len(run.files)),
         )
         for run in runs

@@ -206,6 +206,8 @@ class ArchiveLocation(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     bucket: str = Field(min_length=3, max_length=63)
+    """Checked against S3's naming rules (`stages.archive.cli.bucket_name_problem`) when it
+    comes from an option."""
     prefix: str = DEFAULT_PREFIX
     endpoint_url: str | None = Field(
         default=None,

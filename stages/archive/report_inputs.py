@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.confined_paths import write_file
+from common.terminal import visible
 from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
 from stages.archive.runs import download_record, latest_run, list_runs
 from stages.core.results import ProfileResults, ResultsError
@@ -32,7 +33,7 @@ class ArchivedResults:
     def describe(self) -> str:
         return (
             f"{self.record.stack}: run {self.record.run_id} ({self.record.profile}, "
-            f"{self.record.created_at:%Y-%m-%d %H:%M} UTC, commit {self.record.commit[:12]})"
+            f"{self.record.created_at:%Y-%m-%d %H:%M} UTC, commit {visible(self.record.commit[:12])})"
         )
 
     def source(self) -> dict[str, str]:

@@ -13,8 +13,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from components.kubeconfig import KubeconfigError
+from components.kubeconfig import api_client as kubeconfig_client
 from stages.cluster.api import Condition, JobState, Manifest, PodState
-from stages.errors import ClusterUnreachable
+from stages.errors import ClusterUnreachable, UsageError
 
 
 @dataclass
@@ -22,8 +24,9 @@ class KubernetesApi:
     """`ClusterApi` through the official `kubernetes` client, for one namespace.
 
     The client is built from a kubeconfig (the default chain: $KUBECONFIG, ~/.kube/config, unless a
-    file is named) and a context (the stack's `kubeContext` unless overridden), without touching
-    the client's global configuration.
+    file is named) and a context (the stack's `kubeContext` unless overridden, never the
+    kubeconfig's current one), without touching the client's global configuration; a malformed
+    kubeconfig is a ClusterUnreachable naming it (`components.kubeconfig`).
     """
 
     namespace: str
@@ -31,24 +34,16 @@ class KubernetesApi:
     batch: Any = field(repr=False)
 
     @classmethod
-    def connect(
-        cls, namespace: str, kubeconfig: Path | None = None, context: str | None = None
-    ) -> KubernetesApi:
-        from kubernetes import client, config
-        from kubernetes.config.config_exception import ConfigException
+    def connect(cls, namespace: str, kubeconfig: Path | None, context: str) -> KubernetesApi:
+        """The client for `context` of `kubeconfig` (None: $KUBECONFIG, then ~/.kube/config).
+        The context is always named: the kubeconfig's current context is nobody's choice
+        (`stage_context`)."""
+        from kubernetes import client
 
-        where = f"context {context!r}" if context else "the current context"
-        source = str(kubeconfig) if kubeconfig else "the default kubeconfig ($KUBECONFIG, ~/.kube)"
         try:
-            api_client = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(kubeconfig) if kubeconfig else None,
-                context=context,
-                persist_config=False,
-            )
-        except (ConfigException, OSError, TypeError, ValueError) as error:
-            raise ClusterUnreachable(
-                f"cannot use {where} of {source}: {error}; pass --kubeconfig/--context"
-            ) from error
+            api_client = kubeconfig_client(kubeconfig, context)
+        except KubeconfigError as error:
+            raise ClusterUnreachable(f"{error}; pass --kubeconfig/--context") from None
         return cls(namespace, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
 
     def create(self, manifest: Manifest) -> None:
@@ -147,6 +142,24 @@ class KubernetesApi:
                 f"cannot reach the Kubernetes API to {action}: {error}; is the cluster up, and "
                 "is it the kubeconfig's context? (pass --kubeconfig/--context)"
             ) from error
+
+
+def stage_context(outputs_context: str | None, option: str | None) -> str:
+    """The kube context a cluster stage connects to: `--context`, else the outputs' kubeContext.
+
+    Never the kubeconfig's current context, whatever cluster that is now: the Pulumi program
+    refuses it too (`kubeContext` is required config, `components.provider`). Outputs without the
+    key (a hand-written file, an older program's) and no `--context` are a UsageError, raised
+    before anything is built or any connection is made."""
+    context = option or outputs_context
+    if not context:
+        raise UsageError(
+            "the stack outputs name no kubeContext and no --context was given: a cluster stage "
+            "connects only to the cluster it is told, never to the kubeconfig's current context; "
+            "pass --context <the stack's kubeContext>, or use the outputs `pulumi stack output "
+            "--json` prints (the program exports kubeContext)"
+        )
+    return context
 
 
 NOT_FOUND = frozenset({404})

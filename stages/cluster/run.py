@@ -26,7 +26,7 @@ from components.contract import StackOutputs
 from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
-from stages.cluster.kubernetes_api import KubernetesApi
+from stages.cluster.kubernetes_api import KubernetesApi, stage_context
 from stages.cluster.manifests import PERF_JOB, RUN_ID_LABEL
 from stages.cluster.pod_template import POD_IMAGE, JobSettings
 from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
@@ -73,7 +73,7 @@ class ClusterOptions:
 
     kubeconfig: Path | None = None
     context: str | None = None
-    """None: the stack outputs' kubeContext."""
+    """None: the stack outputs' kubeContext (`stage_context`: never the current context)."""
     timeout_seconds: float | None = None
     """None: the stage's default (smoke 900 s, perf 4 h)."""
     start_timeout_seconds: float = 600.0
@@ -144,7 +144,7 @@ def require_cluster_reachable_frontend(outputs: StackOutputs, stage: str) -> Non
 def connect(outputs: StackOutputs, options: ClusterOptions) -> ClusterApi:
     """The official client for the stack's namespace and kube context (or the overrides)."""
     return KubernetesApi.connect(
-        outputs.namespace, options.kubeconfig, options.context or outputs.kube_context
+        outputs.namespace, options.kubeconfig, stage_context(outputs.kube_context, options.context)
     )
 
 
@@ -185,6 +185,7 @@ def run_cluster_smoke(
 
     `api`, `stream` and `timer` default to the real cluster, stderr and the real clock."""
     require_cluster_reachable_frontend(outputs, "smoke")
+    stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = smoke_objects(outputs, options, model_wait_seconds)
     runner = JobRunner(
         api or connect(outputs, options),
@@ -279,6 +280,7 @@ def run_cluster_perf(
 ) -> ProfileResults:
     """Run the perf Job; writes the pod's log, exports and `results.json` under `out_dir`."""
     require_cluster_reachable_frontend(outputs, "perf")
+    stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = perf_objects(outputs, workload, options, model_wait_seconds)
     _keep_record(outputs, workload, objects, out_dir)
     runner = JobRunner(

@@ -160,8 +160,8 @@ def env_name_ok(value: str) -> bool:
         ),
         (
             k8s.image_problems,
-            ["nvcr.io/nim/nvidia/cosmos3:2.1.0", "a@sha256:0"],
-            ["", " a", "a ", "a\nb", "a\tb"],
+            ["nvcr.io/nim/nvidia/cosmos3:2.1.0", "a@sha256:" + "0" * 64, "localhost:5000/a:b"],
+            ["", " a", "a ", "a\nb", "a\tb", "a@sha256:0", "a:", "https://r.io/a", "u:p@r.io/a"],
         ),
     ],
 )

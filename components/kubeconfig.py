@@ -1,0 +1,90 @@
+"""A client for one kubeconfig context, or a `KubeconfigError` that says why: never a traceback
+from inside the `kubernetes` client's loader.
+
+The loader ends in whatever its parsing meets in a malformed file: a YAML error, a TypeError for a
+list where a mapping belongs, an AttributeError for a number where a server URL belongs, binascii's
+error for bad base64, a RecursionError for deep nesting; and it reads a FIFO or `/dev/zero` given as
+the file forever. So each file is checked first (`common.input_files`: a regular UTF-8 file of a
+sane size), and whatever the loader raises becomes one KubeconfigError naming the file and the
+context. Its message never quotes the file: a kubeconfig holds tokens and keys.
+
+The program (`components.live`), the cluster stages, the tools and the lab connect through it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from common.credentials import mask
+from common.input_files import InputFileError, read_text
+
+MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
+"""A kubeconfig with embedded certificates is tens of KiB; a merged one of many clusters a few
+MiB at most."""
+DEFAULT_KUBECONFIG = "~/.kube/config"
+
+
+class KubeconfigError(ValueError):
+    """A kubeconfig that cannot give a client for the context asked; the message says why."""
+
+
+def kubeconfig_source(kubeconfig: str | Path | None) -> str:
+    """The file (or `$KUBECONFIG`'s list of files) a client is built from: the one named, else
+    `$KUBECONFIG` as it is now, else ~/.kube/config (client-go's and the provider's order)."""
+    if kubeconfig:
+        return str(kubeconfig)
+    return os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
+
+
+def api_client(kubeconfig: str | Path | None, context: str | None) -> Any:
+    """A `kubernetes.client.ApiClient` for `context` of `kubeconfig` (None: `kubeconfig_source`),
+    without touching the client's global configuration; None for `context` is the file's
+    current context, which only a user's explicit tool run asks for (`tools.validate`)."""
+    from kubernetes import config
+
+    source = kubeconfig_source(kubeconfig)
+    where = f"context {context!r} of" if context else "the current context of"
+    _check_files(source, named=bool(kubeconfig), where=where)
+    try:
+        return config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=source, context=context, persist_config=False
+        )
+    except Exception as error:  # noqa: BLE001 -- the loader raises whatever its parsing meets
+        raise KubeconfigError(f"cannot use {where} {source}: {_reason(error)}") from None
+
+
+def _check_files(source: str, named: bool, where: str) -> None:
+    """Each file of `source` is a regular UTF-8 file of a sane size. A file of `$KUBECONFIG`'s
+    list that does not exist is skipped, as client-go skips it; a named one must exist."""
+    for part in source.split(os.pathsep):
+        if not part:
+            continue
+        path = Path(part).expanduser()
+        if not named and not path.exists() and not path.is_symlink():
+            continue
+        try:
+            read_text(path, "kubeconfig", MAX_KUBECONFIG_BYTES)
+        except InputFileError as error:
+            raise KubeconfigError(f"cannot use {where} {source}: {error}") from None
+
+
+def _reason(error: BaseException) -> str:
+    """Why the loader refused, in one line, without the file's text (a YAML error quotes the
+    line it stopped at, which may hold a token)."""
+    import yaml
+
+    if isinstance(error, yaml.MarkedYAMLError):
+        mark = error.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+        return f"not valid YAML{where}: {error.problem}"
+    if isinstance(error, yaml.YAMLError):
+        return "not valid YAML"
+    if isinstance(error, RecursionError):
+        return "not valid YAML: nested too deep"
+    if isinstance(error, (TypeError, AttributeError, KeyError, IndexError)):
+        return f"its structure is not a kubeconfig's ({type(error).__name__})"
+    first_line = (str(error).strip().splitlines() or [""])[0][:300]
+    kind = "" if type(error).__name__ == "ConfigException" else f"{type(error).__name__}: "
+    return mask(kind + first_line)
