@@ -113,7 +113,6 @@ _RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
     ),
     ("a URL with embedded credentials", mask_urls),
     ("a login before a host (user:password@host)", mask_logins),
-    *NAMED_RULES,
     ("an NGC API key", _shape(re.compile(r"nvapi-[A-Za-z0-9_-]{16,}"), MASK)),
     (
         "an AWS access key id",
@@ -170,9 +169,12 @@ _RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
     ),
     ("a Hugging Face token", _shape(re.compile(r"\bhf_[A-Za-z0-9]{30,}"), MASK)),
     ("a Slack token", _shape(re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), MASK)),
+    *NAMED_RULES,
 )
 """(kind, masker) of every credential the masker knows, in the order `mask` applies them: the
-private key first (it spans lines), URLs before the logins and names that a URL may hold."""
+private key first (it spans lines), URLs before the logins that a URL may hold, the values under
+a credential's name last (a shape names its kind better: `"api_key": "nvapi-..."` holds an NGC
+API key)."""
 
 
 def mask(text: str) -> str:
