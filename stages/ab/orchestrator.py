@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.credentials import mask, mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
@@ -180,7 +181,7 @@ def _run_profile(
     answer = stages.run_smoke(run.smoke_wait_seconds)
     say(f"{profile.value}: Smoke test passed: {answer}")
     smoke_dir.mkdir(parents=True, exist_ok=True)
-    (smoke_dir / ANSWER_FILE).write_text(answer + "\n")
+    (smoke_dir / ANSWER_FILE).write_text(mask(answer) + "\n")  # the model's words, the pod's
     if not _archived(run, stack, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
         _push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
     say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
@@ -208,7 +209,7 @@ def _rehearse_stages(stages: StageTarget, run: AbRun, directory: Path, say: Say)
     for stage, text in rendered.items():
         path = directory / stage / REHEARSAL_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text if text.endswith("\n") else text + "\n")
+        path.write_text(mask(text if text.endswith("\n") else text + "\n"))
         say(f"{outputs.profile.value}: {stage} rehearsed (not run): {path}")
 
 
@@ -280,7 +281,8 @@ def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     write_sources(pair, report_dir)
     outputs = pair[-1].record.stack_outputs()
     _push(run, stack, Stage.REPORT, outputs, report_dir, say)
-    (run.out_dir / "latest-run.json").write_text(json.dumps({"runId": run.run_id}) + "\n")
+    latest = mask_values({"runId": run.run_id})
+    (run.out_dir / "latest-run.json").write_text(json.dumps(latest) + "\n")
     return report_dir / "report.md"
 
 

@@ -7,13 +7,16 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
+from common.credentials import masked_document
+
 Model = TypeVar("Model", bound=BaseModel)
 
 
 def write_model(model: BaseModel, path: Path) -> Path:
-    """`model` as indented JSON at `path`, its folder made if needed."""
+    """`model` as indented JSON at `path`, its folder made if needed; a credential in it (a
+    failure's log tail, an error message, a hand-edited graph name) is masked."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(model.model_dump_json(indent=2) + "\n")
+    path.write_bytes(masked_document((model.model_dump_json(indent=2) + "\n").encode()))
     return path
 
 

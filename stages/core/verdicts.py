@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.pod_log import PodRun
 from stages.core.results import (
@@ -71,7 +72,7 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]
     for export in exports:
         path = out_dir / f"c{export.concurrency}" / "aiperf" / export.file
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(export.data)
+        path.write_bytes(masked_document(export.data))  # AIPerf echoes its endpoint and headers
         written.append(path)
     return written
 
