@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from common.credentials import masked_output
+from common.credentials import credential_kind, masked_output
 from common.output_folders import OutputFolderError, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.contract import OutputsError, StackOutputs
@@ -76,6 +76,14 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
         raise ArchiveUsageError(
             f"{named['bucket']} must be a bucket name: 3 to 63 letters, "
             "digits, `.`, `_`, `-`, starting and ending with a letter or digit"
+        )
+    endpoint = str(fields.get("endpoint_url") or "").lower()
+    if endpoint.startswith("file://") and not endpoint.startswith("file:///"):
+        # `file://user:pa/ss@/dir` would have named a folder by the password.
+        raise ArchiveUsageError(
+            f"{named['endpoint_url']}: a file:// endpoint is a local directory, "
+            "file:///absolute/dir, without a host or user-info (credentials come only from the "
+            "AWS environment)"
         )
     try:
         return ArchiveLocation.model_validate(fields)
@@ -134,10 +142,16 @@ def _failed(args: argparse.Namespace, error: Exception, status: int) -> int:
 
 
 def segment(value: str) -> str:
-    """A stack name or run id: one key segment, so that it cannot reach into another run."""
+    """A stack name or run id: one key segment, so that it cannot reach into another run, and
+    no credential (`glpat-...` fits a segment's letters), which the keys would store in plain."""
     if not re.fullmatch(SEGMENT_PATTERN, value):
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a key segment (letters, digits, `.`, `_`, `-`; no `/`)"
+        )
+    kind = credential_kind(value)
+    if kind:
+        raise argparse.ArgumentTypeError(
+            f"holds {kind} (not shown): a stack name or run id becomes part of the archive's keys"
         )
     return value
 

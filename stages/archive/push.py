@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.credentials import credential_kind_in_bytes
+from common.credentials import credential_kind, credential_kind_in_bytes, masked_document
 from common.output_folders import OWNERSHIP_FILES
 from stages.archive.records import (
     ArchiveConflictError,
@@ -58,6 +58,11 @@ def checked_files(directory: Path) -> list[CheckedFile]:
     """Every file below `directory`, described and free of secrets, sorted by name."""
     checked = []
     for name, path in _result_files(directory):
+        if credential_kind(name):  # a file's name becomes part of its key
+            raise ArchiveError(
+                f"a file name below {directory} holds {credential_kind(name)}: refusing to "
+                "archive the run; rename it (secrets belong in the environment or Pulumi config)"
+            )
         data = path.read_bytes()
         secret = find_secret(data)
         if secret:
@@ -163,7 +168,7 @@ def _upload(bucket: ArchiveStore, stored: RunRecord, files: list[CheckedFile]) -
         key = place.file_key(bucket.location, entry.name)
         bucket.put_new(key, unchanged_bytes(entry, path), INTERRUPTED_ADVICE)
     manifest = stored.model_dump_json(indent=2).encode()
-    bucket.put_new(place.manifest_key(bucket.location), manifest)
+    bucket.put_new(place.manifest_key(bucket.location), masked_document(manifest))
 
 
 def _not_yet_stored(

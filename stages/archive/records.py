@@ -35,7 +35,7 @@ from pydantic import (
 )
 
 from common import REPO_ROOT
-from common.credentials import mask_values
+from common.credentials import mask, mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.errors import StageFailed
@@ -122,6 +122,13 @@ class RunRecord(BaseModel):
     outputs: dict[str, Any] = Field(description="The StackOutputs JSON the stage ran against.")
     files: tuple[ArchivedFile, ...] = ()
 
+    @field_validator("commit")
+    @classmethod
+    def _masked_commit(cls, commit: str) -> str:
+        # `--commit` takes any text, and a manifest an older version wrote may hold one: masked
+        # whole here, so that no shortened commit (`abc1234` in a run id, a listing) shows a part.
+        return mask(commit)
+
     @field_validator("created_at")
     @classmethod
     def _in_utc(cls, created_at: datetime) -> datetime:
@@ -150,7 +157,7 @@ class RunRecord(BaseModel):
     ) -> RunRecord:
         """A record for a new run; time, commit and run id are filled in when not given."""
         created_at = created_at or datetime.now(UTC)
-        commit = commit or current_commit()
+        commit = mask(commit or current_commit())
         return cls(
             stack=stack,
             profile=outputs.profile,
@@ -170,9 +177,10 @@ class RunRecord(BaseModel):
 
 
 def new_run_id(created_at: datetime, commit: str) -> str:
-    """A run id that sorts by time: `20261130T184200Z-0518aea` (no suffix for an unknown commit)."""
+    """A run id that sorts by time: `20261130T184200Z-0518aea` (no suffix for an unknown commit,
+    or a `--commit` that is no git commit: its first letters could be a secret's)."""
     stamp = created_at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return stamp if commit == UNKNOWN_COMMIT else f"{stamp}-{commit[:7]}"
+    return f"{stamp}-{commit[:7]}" if re.fullmatch(r"[0-9a-f]{7,64}", commit) else stamp
 
 
 def current_commit(repo_dir: Path = REPO_ROOT) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from common.credentials import mask_values
 from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
 from stages.archive.runs import download_record, latest_run, list_runs
 from stages.core.results import ProfileResults, ResultsError
@@ -92,5 +93,6 @@ def write_sources(pair: Sequence[ArchivedResults], out_dir: Path) -> Path:
     """`sources.json` beside the report: which archived runs it compares."""
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / SOURCES_FILE
-    path.write_text(json.dumps([item.source() for item in pair], indent=2) + "\n")
+    sources = mask_values([item.source() for item in pair])  # a manifest's commit is anything
+    path.write_text(json.dumps(sources, indent=2) + "\n")
     return path

@@ -43,7 +43,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from common.credentials import mask_url
+from common.credentials import mask
 from stages.archive.records import (
     ArchiveConflictError,
     ArchiveError,
@@ -260,12 +260,13 @@ def _s3_client(location: ArchiveLocation) -> Any:
 
 
 def without_userinfo(url: str) -> str:
-    """The URL with its user-info and credential parameters masked, so no message shows them."""
+    """The URL with its user-info, credential parameters and any other credential masked, so no
+    message shows them."""
     try:
         urlsplit(url)
     except ValueError:
         return "<an unparseable URL>"
-    return mask_url(url)
+    return mask(url)
 
 
 def is_directory_location(location: ArchiveLocation) -> bool:
