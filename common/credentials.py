@@ -48,7 +48,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
-from common.credential_names import MASK, NAMED_RULES, is_named_secret, plain_value
+from common.credential_names import (
+    MASK,
+    NAMED_RULES,
+    is_named_secret,
+    is_secret_env_name,
+    plain_value,
+)
 from common.credential_urls import is_credential_parameter, mask_logins, mask_url, mask_urls
 
 __all__ = [
@@ -56,6 +62,7 @@ __all__ = [
     "credential_kind",
     "credential_kind_in_bytes",
     "is_credential_parameter",
+    "is_secret_env_name",
     "mask",
     "mask_url",
     "mask_values",

@@ -9,11 +9,15 @@ the value, and refuses the whole run.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.credentials import credential_kind, credential_kind_in_bytes, masked_document
+from common.credentials import (
+    credential_kind,
+    credential_kind_in_bytes,
+    is_secret_env_name,
+    masked_document,
+)
 from common.output_folders import OWNERSHIP_FILES
 from stages.archive.records import (
     ArchiveConflictError,
@@ -27,7 +31,6 @@ from stages.archive.records import (
 from stages.archive.runs import read_record
 from stages.archive.stores import ArchiveStore, open_bucket
 
-_SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
 _MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything
 
 CheckedFile = tuple[ArchivedFile, Path]
@@ -48,7 +51,7 @@ def find_secret(data: bytes) -> str | None:
     if kind:
         return kind
     for name, value in os.environ.items():
-        secret_named = _SECRET_VARIABLE.search(name.upper())
+        secret_named = is_secret_env_name(name)  # the masker's rule: PGPASSWORD, DB_PASS, NGC_KEY
         if secret_named and len(value) >= _MIN_SECRET_LENGTH and value.encode() in data:
             return f"the value of ${name}"
     return None

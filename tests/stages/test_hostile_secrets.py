@@ -328,9 +328,11 @@ def _endpoint_from_the_environment(case: Case, monkeypatch: pytest.MonkeyPatch) 
     return _archive_list(case)
 
 
-def _push_with_a_secret_variable(case: Case, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """A result file holding the value of $PGPASSWORD, whatever its shape: refused."""
-    monkeypatch.setenv("PGPASSWORD", case.secrets[0])
+def _push_with_a_secret_variable(
+    case: Case, monkeypatch: pytest.MonkeyPatch, name: str
+) -> list[str]:
+    """A result file holding the value of a secret-named variable, whatever its shape: refused."""
+    monkeypatch.setenv(name, case.secrets[0])
     notes = {"notes.txt": f"the password is {case.secrets[0]}"}
     return _push(case, folder=case.results_dir(notes))
 
@@ -355,7 +357,6 @@ CHANNELS |= {
     "archive push --dir holding it": lambda c, m: _push(
         c, folder=c.results_dir({"pod.log": c.text})
     ),
-    "archive push, $PGPASSWORD's value in a file": _push_with_a_secret_variable,
     "archive list --aws-profile": lambda c, m: _archive_list(c, "--aws-profile", c.text),
     "archive list --endpoint-url": lambda c, m: _archive_list(c, "--endpoint-url", c.text),
     "archive list --endpoint-url file:// with it": lambda c, m: _archive_list(
@@ -371,6 +372,12 @@ CHANNELS |= {
     ),
     "report from an archive whose manifest holds it": lambda c, m: _push_then_report(c),
 }
+
+
+for _name in ("PGPASSWORD", "MYSQL_PWD", "DB_PASS", "NGC_KEY", "HFTOKEN"):
+    CHANNELS[f"archive push, ${_name}'s value in a file"] = partial(
+        _push_with_a_secret_variable, name=_name
+    )
 
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
