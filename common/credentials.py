@@ -1,124 +1,201 @@
 """Credentials by their shape, whatever key, option or file they came through: the one masker.
 
-A value is a credential when it looks like one, not when its key or option says so: a URL with
-user-info (`https://user:password@host`, or a token as the user) or with a credential in its query
-or fragment (`?token=`, `&X-Amz-Signature=`, `#access_token=`), an NGC API key (`nvapi-...`), an
-AWS access key id (`AKIA...`, `ASIA...`), a bearer token, a JWT, a PEM private key, a GitHub, Hugging
-Face or Slack token. `credential_kind` says which kind a text holds (never the value), `mask`
-replaces each with `<secret>`.
+A value is a credential when it looks like one, not when its key or option says so:
 
-One definition for every place text leaves the project: the stack config's refusal of a
-credential in a plain key (`components.config_parser`), every command's stdout and stderr
-(`masked_output`), the rendered and dry-run manifests, and the archive's scan and manifest.
-Standard library only: the Pulumi program, the tools, the stages and the lab all import it (the pod
-programs cannot, being standard library alone; the archive's scan stands behind what they write).
+- a URL's user-info, whatever it holds: everything between `scheme://` and the last `@` before
+  the host (`https://user:pa/ss@host/`, `https://u:p@ss#w@host`, a token as the user), or a
+  credential in its query or fragment (`?token=`, `&X-Amz-Signature=`, `#access_token=`);
+- `user:password@host` without a scheme: a login in an image reference or a registry server
+  (`ci:pw@registry.example.com/team/image:1.0`, `--docker-server=ci:pw@nvcr.io`);
+- tokens by their shape: an NGC API key (`nvapi-...`, and a legacy one: base64 of
+  `<id>:<uuid>`), an AWS access key id (`AKIA...`), a JWT, a PEM private key, a bearer token,
+  HTTP Basic credentials (`Basic <base64 of user:password>`), a base64 docker config with
+  `auths`, GitHub, GitLab (`glpat-...`), Hugging Face and Slack tokens;
+- a value under a credential's name (`common.credential_names`): a secret-named environment
+  variable (`PGPASSWORD=...`, `{name: NGC_KEY, value: ...}`), a credential-named field or header
+  (`"password": ...`, docker config's `auth`/`identitytoken`, `Authorization: ...`), a
+  credential-named option (`--password ...`, `--apikey ...`, `curl -u user:password`).
+
+Look-alikes that stay as they are: an image digest (`python:3.12@sha256:...`), a URL without
+user-info, a user without a password (`git@github.com:org/repo`, `git+ssh://git@host/...`, an
+e-mail address, `mailto:a@b.org`), an `@` in the path of a URL whose host has a dot or is
+`localhost` (`https://registry.npmjs.org/@scope/pkg`), or of a dotless host before a dotless
+name (`http://frontend:8000/path@v2`, `https://mirror/simple?x=a@b`), `user:****@` as pip
+prints it. Not seen, being those look-alikes to the letter: a password whose text before its
+first `/` is digits, after a user with a dot (`https://first.last:2024/x@host`) or before a
+dotless host (`https://admin:2024/x@db/`), and a dotless token holding a `/` before a dotless
+host (`https://tok/en@mirror/`); nor a password holding whitespace, a quote, `<`, `>` or a
+backtick inside a URL (a URL percent-encodes them).
+
+`credential_kind` says which kind a text holds (never the value), `mask` replaces each with
+`<secret>`. One definition for every place text leaves the project: the stack config's refusal
+of a credential in a plain key (`components.config_parser`), every command's stdout and stderr
+(`masked_output`), the rendered and dry-run manifests, every file the stages write
+(`masked_document`), and the archive's scan and manifest. Standard library only: the Pulumi
+program, the tools, the stages and the lab all import it (the pod programs cannot, being
+standard library alone; the archive's scan stands behind what they write).
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import io
+import json
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
-MASK = "<secret>"
-
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://[^\s\"'<>`\\]+")
-_USERINFO = re.compile(r"(?<=//)([^/?#\s]+)@")
-"""`//user:password@`: up to the last `@` before the path, wherever `//` starts a netloc."""
-_QUERY_PART = re.compile(r"([?&#;])([^=&#;?]*)=([^&#;]*)")
-_CREDENTIAL_PARAMETERS = frozenset(
-    (
-        *("token", "access_token", "auth_token", "id_token", "refresh_token", "private_token"),
-        *("session_token", "security_token", "code_verifier", "auth", "authorization"),
-        *("key", "api_key", "apikey", "access_key", "secret", "client_secret", "secret_key"),
-        *("password", "passwd", "pwd", "pass", "signature", "sig", "credential", "credentials"),
-    )
+from common.credential_names import (
+    MASK,
+    NAMED_RULES,
+    is_named_secret,
+    is_secret_env_name,
+    plain_value,
 )
-"""Query parameters that carry a credential (compared lowercased, `-` read as `_`)."""
-_CREDENTIAL_SUFFIXES = ("_token", "_key", "_secret", "_password", "_signature", "_credential")
-_CREDENTIAL_PREFIXES = ("x-amz-", "x-goog-")
-"""S3 and GCS pre-signed URLs: X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, ..."""
-_MASKED_USERINFO = re.compile(rf"(?:[^:]*:)?(?:\*+|{re.escape(MASK)})")
-"""User-info already masked: `user:****` (what pip prints) or ours."""
-_USER_ONLY = re.compile(r"[A-Za-z0-9._~+-]{1,15}")
-"""A user without a password, short enough to be a name (`git@`, `robot@`), not a token."""
+from common.credential_urls import is_credential_parameter, mask_logins, mask_url, mask_urls
 
-_SHAPES: tuple[tuple[str, re.Pattern[str], str], ...] = (
+__all__ = [
+    "MASK",
+    "credential_kind",
+    "credential_kind_in_bytes",
+    "is_credential_parameter",
+    "is_secret_env_name",
+    "mask",
+    "mask_url",
+    "mask_values",
+    "masked_document",
+    "masked_output",
+]
+
+_BASE64 = r"[A-Za-z0-9+/]"
+
+
+def _decoded(text: str) -> bytes | None:
+    try:
+        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return None
+
+
+def _decodes_to(check: Callable[[bytes], bool], keep: int = 0) -> Callable[[re.Match[str]], str]:
+    """A `re.sub` function masking a base64 match (after its first `keep` groups' text) when
+    its decoded bytes pass `check`."""
+
+    def replace(match: re.Match[str]) -> str:
+        kept = "".join(match.group(index) for index in range(1, keep + 1))
+        decoded = _decoded(match.group(0)[len(kept) :])
+        return kept + MASK if decoded is not None and check(decoded) else match.group(0)
+
+    return replace
+
+
+def _basic_credentials(decoded: bytes) -> bool:
+    return b":" in decoded and decoded.isascii() and decoded.decode().isprintable()
+
+
+_LEGACY_NGC_KEY = re.compile(rb"[A-Za-z0-9]{16,40}:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
+
+
+def _shape(pattern: re.Pattern[str], replacement: Any) -> Callable[[str], str]:
+    def masked(text: str) -> str:
+        return str(pattern.sub(replacement, text))
+
+    return masked
+
+
+_RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
     (
         "a private key",
-        re.compile(
-            r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"
-            r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|.*)",
-            re.DOTALL,
+        _shape(
+            re.compile(
+                r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"
+                r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|.*)",
+                re.DOTALL,
+            ),
+            MASK,
         ),
-        MASK,
     ),
-    ("an NGC API key", re.compile(r"nvapi-[A-Za-z0-9_-]{16,}"), MASK),
+    ("a URL with embedded credentials", mask_urls),
+    ("a login before a host (user:password@host)", mask_logins),
+    ("an NGC API key", _shape(re.compile(r"nvapi-[A-Za-z0-9_-]{16,}"), MASK)),
     (
         "an AWS access key id",
-        re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
-        MASK,
+        _shape(re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"), MASK),
     ),
-    ("a JWT", re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), MASK),
+    (
+        "a JWT",
+        _shape(re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), MASK),
+    ),
     (
         "a bearer token",
         # A token, not an English word: 16 characters or more, at least one not a letter.
-        re.compile(r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{16,}"),
-        rf"\1{MASK}",
+        _shape(
+            re.compile(
+                r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{16,}"
+            ),
+            rf"\1{MASK}",
+        ),
     ),
-    ("a GitHub token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,})"), MASK),
-    ("a Hugging Face token", re.compile(r"\bhf_[A-Za-z0-9]{30,}"), MASK),
-    ("a Slack token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), MASK),
+    (
+        "HTTP Basic credentials",
+        _shape(
+            re.compile(rf"(?i)\b(basic\s+){_BASE64}{{4,}}={{0,2}}(?![A-Za-z0-9+/=])"),
+            _decodes_to(_basic_credentials, keep=1),
+        ),
+    ),
+    (
+        "a docker config with credentials",
+        _shape(
+            re.compile(rf"\be[wy]{_BASE64}{{16,}}={{0,2}}"),
+            _decodes_to(lambda decoded: b'"auths"' in decoded),
+        ),
+    ),
+    (
+        "a legacy NGC API key",
+        _shape(
+            re.compile(rf"(?<![A-Za-z0-9+/]){_BASE64}{{60,120}}={{0,2}}(?![A-Za-z0-9+/=])"),
+            _decodes_to(lambda decoded: _LEGACY_NGC_KEY.fullmatch(decoded) is not None),
+        ),
+    ),
+    (
+        "a GitHub token",
+        _shape(re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,})"), MASK),
+    ),
+    (
+        "a GitLab token",
+        _shape(
+            re.compile(
+                r"\b(?:gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|agent|wt)-[A-Za-z0-9_.-]{20,}"
+                r"|GR1348941[A-Za-z0-9_-]{20,})"
+            ),
+            MASK,
+        ),
+    ),
+    ("a Hugging Face token", _shape(re.compile(r"\bhf_[A-Za-z0-9]{30,}"), MASK)),
+    ("a Slack token", _shape(re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), MASK)),
+    *NAMED_RULES,
 )
-
-
-def is_credential_parameter(name: str) -> bool:
-    """True for a query parameter named like a credential (`token`, `X-Amz-Signature`, ...)."""
-    lowered = name.strip().lower()
-    normal = lowered.replace("-", "_")
-    return (
-        normal in _CREDENTIAL_PARAMETERS
-        or normal.endswith(_CREDENTIAL_SUFFIXES)
-        or lowered.startswith(_CREDENTIAL_PREFIXES)
-    )
-
-
-def mask_url(url: str) -> str:
-    """The URL with its user-info and every credential parameter's value replaced by `<secret>`;
-    a URL inside it too (a host name made from a value, a redirect target)."""
-
-    def userinfo(match: re.Match[str]) -> str:
-        info = match.group(1)
-        plain = _MASKED_USERINFO.fullmatch(info) or _USER_ONLY.fullmatch(info)
-        return match.group(0) if plain else f"{MASK}@"
-
-    def value(match: re.Match[str]) -> str:
-        mark, name, given = match.groups()
-        secret = given and given != MASK and is_credential_parameter(name)
-        return f"{mark}{name}={MASK}" if secret else match.group(0)
-
-    return _QUERY_PART.sub(value, _USERINFO.sub(userinfo, url))
+"""(kind, masker) of every credential the masker knows, in the order `mask` applies them: the
+private key first (it spans lines), URLs before the logins that a URL may hold, the values under
+a credential's name last (a shape names its kind better: `"api_key": "nvapi-..."` holds an NGC
+API key)."""
 
 
 def mask(text: str) -> str:
     """`text` with every credential it holds replaced by `<secret>` (the rest unchanged)."""
-    masked = _URL.sub(lambda match: mask_url(match.group(0)), text)
-    for _, pattern, replacement in _SHAPES:
-        masked = pattern.sub(replacement, masked)
-    return masked
+    for _, masked in _RULES:
+        text = masked(text)
+    return text
 
 
 def credential_kind(text: str) -> str | None:
     """Which kind of credential `text` holds ("a URL with embedded credentials", "an NGC API
-    key", ...), never the credential itself; None when it holds none."""
-    for match in _URL.finditer(text):
-        if mask_url(match.group(0)) != match.group(0):
-            return "a URL with embedded credentials"
-    for kind, pattern, _ in _SHAPES:
-        if pattern.search(text):
+    key", ...), never the credential itself; None when it holds none (when `mask` keeps it)."""
+    for kind, masked in _RULES:
+        if masked(text) != text:
             return kind
     return None
 
@@ -129,14 +206,36 @@ def credential_kind_in_bytes(data: bytes) -> str | None:
 
 
 def mask_values(value: Any) -> Any:
-    """A JSON- or YAML-shaped value with every string in it (keys too) masked."""
+    """A JSON- or YAML-shaped value with every string in it (keys too) masked, and every
+    scalar under a credential's name (`password`, `NGC_API_KEY`, the `value` of an env entry
+    named `PGPASSWORD`) replaced whole."""
     if isinstance(value, str):
         return mask(value)
     if isinstance(value, dict):
-        return {mask_values(key): mask_values(item) for key, item in value.items()}
+        return {
+            mask_values(key): MASK if _named_secret(key, item, value) else mask_values(item)
+            for key, item in value.items()
+        }
     if isinstance(value, (list, tuple)):
         return [mask_values(item) for item in value]
     return value
+
+
+def _named_secret(key: object, item: object, mapping: dict[Any, Any]) -> bool:
+    scalar = isinstance(item, (str, int, float)) and not isinstance(item, bool)
+    return scalar and not plain_value(str(item)) and is_named_secret(key, mapping)
+
+
+def masked_document(data: bytes) -> bytes:
+    """A file's bytes as they may be written: unchanged when they hold no credential; else JSON
+    masked value by value (it stays JSON), anything else masked as UTF-8 text."""
+    if credential_kind_in_bytes(data) is None:
+        return data
+    try:
+        document = json.loads(data)
+    except (ValueError, RecursionError):
+        return mask(data.decode("utf-8", errors="replace")).encode()
+    return (json.dumps(mask_values(document), indent=2, ensure_ascii=False) + "\n").encode()
 
 
 class _MaskingStream(io.TextIOBase):

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from common.credentials import mask
 from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError, InputFileMissing
 from common.yaml_input import read_yaml_file
 from components.k8s_values import image_problems
@@ -46,8 +47,10 @@ waits refuse more than ~292 years and a Job's activeDeadlineSeconds is an int64;
 
 
 def _shown(text: str) -> str:
-    """A bad value as an error shows it: quoted, and cut short if it is long."""
-    return repr(text) if len(text) <= 40 else repr(text[:37]) + "..."
+    """A bad value as an error shows it: masked, quoted, and cut short if it is long (masked
+    first: cut short, `https://user:pa/ss@host` would lose the `@host` that marks a password)."""
+    masked = mask(text)
+    return repr(masked) if len(masked) <= 40 else repr(masked[:37]) + "..."
 
 
 class _Checked(argparse.Action):

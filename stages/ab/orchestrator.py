@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.confined_paths import write_file
+from common.credentials import mask, mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
@@ -181,7 +182,7 @@ def _run_profile(
     answer = stages.run_smoke(run.smoke_wait_seconds)
     say(f"{profile.value}: Smoke test passed: {answer}")
     smoke_dir.mkdir(parents=True, exist_ok=True)
-    write_file(smoke_dir / ANSWER_FILE, answer + "\n")
+    write_file(smoke_dir / ANSWER_FILE, mask(answer) + "\n")  # the model's words, the pod's
     if not _archived(run, stack, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
         _push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
     say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
@@ -209,7 +210,7 @@ def _rehearse_stages(stages: StageTarget, run: AbRun, directory: Path, say: Say)
     for stage, text in rendered.items():
         path = directory / stage / REHEARSAL_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_file(path, text if text.endswith("\n") else text + "\n")
+        write_file(path, mask(text if text.endswith("\n") else text + "\n"))
         say(f"{outputs.profile.value}: {stage} rehearsed (not run): {path}")
 
 
@@ -281,7 +282,8 @@ def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     write_sources(pair, report_dir)
     outputs = pair[-1].record.stack_outputs()
     _push(run, stack, Stage.REPORT, outputs, report_dir, say)
-    write_file(run.out_dir / "latest-run.json", json.dumps({"runId": run.run_id}) + "\n")
+    latest = mask_values({"runId": run.run_id})
+    write_file(run.out_dir / "latest-run.json", json.dumps(latest) + "\n")
     return report_dir / "report.md"
 
 

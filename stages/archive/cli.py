@@ -25,7 +25,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from common.credentials import masked_output
+from common.credentials import credential_kind, masked_output
 from common.output_folders import OutputFolderError, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from common.terminal import visible
@@ -97,6 +97,14 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
     problem = bucket_name_problem(str(fields.get("bucket")))
     if problem:
         raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: {problem}")
+    endpoint = str(fields.get("endpoint_url") or "").lower()
+    if endpoint.startswith("file://") and not endpoint.startswith("file:///"):
+        # `file://user:pa/ss@/dir` would have named a folder by the password.
+        raise ArchiveUsageError(
+            f"{named['endpoint_url']}: a file:// endpoint is a local directory, "
+            "file:///absolute/dir, without a host or user-info (credentials come only from the "
+            "AWS environment)"
+        )
     try:
         return ArchiveLocation.model_validate(fields)
     except ValidationError as error:
@@ -154,10 +162,16 @@ def _failed(args: argparse.Namespace, error: Exception, status: int) -> int:
 
 
 def segment(value: str) -> str:
-    """A stack name or run id: one key segment, so that it cannot reach into another run."""
+    """A stack name or run id: one key segment, so that it cannot reach into another run, and
+    no credential (`glpat-...` fits a segment's letters), which the keys would store in plain."""
     if not re.fullmatch(SEGMENT_PATTERN, value):
         raise argparse.ArgumentTypeError(
             f"{value!r} is not a key segment (letters, digits, `.`, `_`, `-`; no `/`)"
+        )
+    kind = credential_kind(value)
+    if kind:
+        raise argparse.ArgumentTypeError(
+            f"holds {kind} (not shown): a stack name or run id becomes part of the archive's keys"
         )
     return value
 

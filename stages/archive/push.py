@@ -9,11 +9,15 @@ the value, and refuses the whole run.
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from common.credentials import credential_kind_in_bytes
+from common.credentials import (
+    credential_kind,
+    credential_kind_in_bytes,
+    is_secret_env_name,
+    masked_document,
+)
 from common.input_files import MAX_INPUT_BYTES, InputFileError, read_bytes
 from common.output_folders import OWNERSHIP_FILES
 from stages.archive.records import (
@@ -28,7 +32,6 @@ from stages.archive.records import (
 from stages.archive.runs import read_record
 from stages.archive.stores import ArchiveStore, open_bucket
 
-_SECRET_VARIABLE = re.compile(r"(?:SECRET|TOKEN|PASSWORD|PASSPHRASE|API_KEY|ACCESS_KEY)$")
 _MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything
 
 CheckedFile = tuple[ArchivedFile, Path]
@@ -49,7 +52,7 @@ def find_secret(data: bytes) -> str | None:
     if kind:
         return kind
     for name, value in os.environ.items():
-        secret_named = _SECRET_VARIABLE.search(name.upper())
+        secret_named = is_secret_env_name(name)  # the masker's rule: PGPASSWORD, DB_PASS, NGC_KEY
         if secret_named and len(value) >= _MIN_SECRET_LENGTH and value.encode() in data:
             return f"the value of ${name}"
     return None
@@ -59,6 +62,11 @@ def checked_files(directory: Path) -> list[CheckedFile]:
     """Every file below `directory`, described and free of secrets, sorted by name."""
     checked = []
     for name, path in _result_files(directory):
+        if credential_kind(name):  # a file's name becomes part of its key
+            raise ArchiveError(
+                f"a file name below {directory} holds {credential_kind(name)}: refusing to "
+                "archive the run; rename it (secrets belong in the environment or Pulumi config)"
+            )
         data = _result_bytes(path)
         secret = find_secret(data)
         if secret:
@@ -173,7 +181,7 @@ def _upload(bucket: ArchiveStore, stored: RunRecord, files: list[CheckedFile]) -
         key = place.file_key(bucket.location, entry.name)
         bucket.put_new(key, unchanged_bytes(entry, path), INTERRUPTED_ADVICE)
     manifest = stored.model_dump_json(indent=2).encode()
-    bucket.put_new(place.manifest_key(bucket.location), manifest)
+    bucket.put_new(place.manifest_key(bucket.location), masked_document(manifest))
 
 
 def _not_yet_stored(

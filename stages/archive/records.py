@@ -11,6 +11,9 @@ run lives inside it at (`RunPlace`)
     <prefix>/<stack>/<profile>/<run-id>/<stage>/manifest.json
 
 Every part below the prefix is one key segment (`RunPlace.checked` enforces it for user input).
+
+Over 300 lines: one record and the key it lives at, each checked on the way in and out (masked
+commit and outputs, key segments, names of stored files); split, each half would import the other.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from pydantic import (
 
 from common import REPO_ROOT
 from common.confined_paths import name_problem
-from common.credentials import mask_values
+from common.credentials import mask, mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.errors import StageFailed
@@ -130,6 +133,13 @@ class RunRecord(BaseModel):
     outputs: dict[str, Any] = Field(description="The StackOutputs JSON the stage ran against.")
     files: tuple[ArchivedFile, ...] = ()
 
+    @field_validator("commit")
+    @classmethod
+    def _masked_commit(cls, commit: str) -> str:
+        # A manifest anyone wrote may hold any text: masked whole, before a run id or a listing
+        # shortens it (`abc1234`) to a part that no longer looks like a credential.
+        return mask(commit)
+
     @field_validator("created_at")
     @classmethod
     def _in_utc(cls, created_at: datetime) -> datetime:
@@ -157,8 +167,7 @@ class RunRecord(BaseModel):
         created_at: datetime | None = None,
     ) -> RunRecord:
         """A record for a new run; time, commit and run id are filled in when not given."""
-        created_at = created_at or datetime.now(UTC)
-        commit = commit or current_commit()
+        created_at, commit = created_at or datetime.now(UTC), mask(commit or current_commit())
         return cls(
             stack=stack,
             profile=outputs.profile,
@@ -178,9 +187,10 @@ class RunRecord(BaseModel):
 
 
 def new_run_id(created_at: datetime, commit: str) -> str:
-    """A run id that sorts by time: `20261130T184200Z-0518aea` (no suffix for an unknown commit)."""
+    """A run id that sorts by time: `20261130T184200Z-0518aea` (no suffix for an unknown commit or
+    one that is no git hash: its first letters could be a secret's)."""
     stamp = created_at.astimezone(UTC).strftime("%Y%m%dT%H%M%SZ")
-    return stamp if commit == UNKNOWN_COMMIT else f"{stamp}-{commit[:7]}"
+    return f"{stamp}-{commit[:7]}" if re.fullmatch(r"[0-9a-f]{7,64}", commit) else stamp
 
 
 def current_commit(repo_dir: Path = REPO_ROOT) -> str:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from common.confined_paths import write_file
+from common.credentials import mask_values
 from common.terminal import visible
 from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
 from stages.archive.runs import download_record, latest_run, list_runs
@@ -93,6 +94,5 @@ def fetch_pair(
 def write_sources(pair: Sequence[ArchivedResults], out_dir: Path) -> Path:
     """`sources.json` beside the report: which archived runs it compares."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    return write_file(
-        out_dir / SOURCES_FILE, json.dumps([i.source() for i in pair], indent=2) + "\n"
-    )
+    sources = mask_values([item.source() for item in pair])  # a manifest's commit is anything
+    return write_file(out_dir / SOURCES_FILE, json.dumps(sources, indent=2) + "\n")

@@ -44,7 +44,7 @@ from botocore.exceptions import (  # type: ignore[import-untyped]
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from common.confined_paths import OutputFolderError, inside, remove_inside
-from common.credentials import mask_url
+from common.credentials import mask
 from common.input_files import MAX_INPUT_BYTES, InputFileError, InputFileMissing, read_bytes
 from stages.archive.records import (
     ArchiveConflictError,
@@ -263,12 +263,13 @@ def _s3_client(location: ArchiveLocation) -> Any:
 
 
 def without_userinfo(url: str) -> str:
-    """The URL with its user-info and credential parameters masked, so no message shows them."""
+    """The URL with its user-info, credential parameters and any other credential masked, so no
+    message shows them."""
     try:
         urlsplit(url)
     except ValueError:
         return "<an unparseable URL>"
-    return mask_url(url)
+    return mask(url)
 
 
 def is_directory_location(location: ArchiveLocation) -> bool:

@@ -13,6 +13,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from common.credentials import mask
 from components.kubeconfig import KubeconfigError
 from components.kubeconfig import api_client as kubeconfig_client
 from stages.cluster.api import Condition, JobState, Manifest, PodState
@@ -197,7 +198,7 @@ def _status_message(body: object) -> str:
         message = json.loads(text).get("message", text)
     except (ValueError, AttributeError):
         message = text
-    return str(message)[:300]
+    return mask(str(message))[:300]  # masked first: an image reference may carry a login
 
 
 def _gpus(node: dict[str, Any]) -> int:

@@ -8,6 +8,7 @@ from typing import TypeVar
 from pydantic import BaseModel
 
 from common.confined_paths import write_file
+from common.credentials import masked_document
 from common.input_files import (
     MAX_RECORD_BYTES,
     InputFileError,
@@ -20,9 +21,10 @@ Model = TypeVar("Model", bound=BaseModel)
 
 
 def write_model(model: BaseModel, path: Path) -> Path:
-    """`model` as indented JSON at `path`, its folder made if needed."""
+    """`model` as indented JSON at `path`, its folder made if needed; a credential in it (a
+    failure's log tail, an error message, a hand-edited graph name) is masked."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return write_file(path, model.model_dump_json(indent=2) + "\n")
+    return write_file(path, masked_document((model.model_dump_json(indent=2) + "\n").encode()))
 
 
 def read_model(

@@ -13,6 +13,7 @@ import io
 from pathlib import Path
 
 from common.confined_paths import write_file
+from common.credentials import mask
 from stages.core.ab_pair import ABPair, ReportError, gain_percent
 from stages.core.ab_verdict import conditions_lines, verdict_line
 from stages.core.results import ProfileResults
@@ -251,11 +252,12 @@ def render_chart(pair: ABPair, path: Path) -> Path:
 
 
 def write_report(first: ProfileResults, second: ProfileResults, out_dir: Path) -> str:
-    """Write report.md and the chart into out_dir; returns the Markdown."""
+    """Write report.md and the chart into out_dir; returns the Markdown (masked: a results
+    file's failure or graph name may hold a credential)."""
     pair = ABPair.of(first, second)
     if not pair.concurrencies:
         raise ReportError("the two results share no concurrency level")
     render_chart(pair, out_dir / CHART_FILE)
-    markdown = render_markdown(pair)
+    markdown = mask(render_markdown(pair))
     write_file(out_dir / REPORT_FILE, markdown)
     return markdown

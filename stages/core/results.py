@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from common.credentials import mask
 from common.input_files import (
     MAX_RECORD_BYTES,
     InputFileError,
@@ -193,7 +194,7 @@ class ProfileResults(BaseModel):
         try:
             return cls.model_validate_json(text)
         except ValueError as error:
-            summary = " ".join(str(error).split())[:300]
+            summary = " ".join(mask(str(error)).split())[:300]  # masked, then cut short
             raise ResultsError(f"results file {path} is not a profile result: {summary}") from None
 
 
@@ -221,7 +222,7 @@ def _error_kinds(export: dict[str, Any]) -> list[str]:
     for item in export.get("error_summary") or []:
         details = item.get("error_details") or {}
         label = " ".join(str(details[key]) for key in ("code", "type") if details.get(key))
-        message = " ".join(str(details.get("message", "")).split())[:ERROR_MESSAGE_CHARS]
+        message = " ".join(mask(str(details.get("message", ""))).split())[:ERROR_MESSAGE_CHARS]
         kinds.append(f"{item.get('count', '?')} x {label or 'error'}: {message}")
     return kinds
 

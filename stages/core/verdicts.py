@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from common.confined_paths import remove_file, write_file
+from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.pod_log import PodRun
 from stages.core.results import (
@@ -71,7 +72,9 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]
     written = []
     for export in exports:
         path = out_dir / f"c{export.concurrency}" / "aiperf" / export.file
-        written.append(write_file(path, export.data))
+        written.append(
+            write_file(path, masked_document(export.data))
+        )  # AIPerf echoes its endpoint and headers
     return written
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import TextIO
 
 from common.confined_paths import no_link_below, remove_file, write_file
+from common.credentials import mask
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from stages.core.aiperf import NEW_CONNECTIONS
@@ -136,10 +137,27 @@ def run_program(
             time.sleep(POLL_SECONDS)
             echo.update(log_path.read_text(errors="replace"))
     log = log_path.read_text(errors="replace")
+    _keep_masked(log_path, log)  # as a Job's pod log is kept; the verdict reads `log`
     echo.update(log, final=True)
     status = program.exit_code()
     failure = None if status == 0 else exit_cause(status, log[-4000:], work_dir)
     return PodRun(f"the local {module} program", status == 0, log, failure)
+
+
+def _keep_masked(log_path: Path, log: str) -> None:
+    """The program's log file with every credential masked. Written beside it, then moved over
+    it, so a full disk cannot cut the log short; if even that fails, the unmasked log goes (its
+    end is in the stage's message), since a secret in plain text must not stay on disk."""
+    masked = mask(log)
+    if masked == log:
+        return
+    beside = log_path.with_name(log_path.name + ".masked")
+    try:
+        beside.write_text(masked)
+        beside.replace(log_path)
+    except OSError:
+        beside.unlink(missing_ok=True)
+        log_path.unlink(missing_ok=True)
 
 
 def run_local_smoke(

@@ -234,3 +234,28 @@ def test_bad_arguments_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str
 
     assert exited.value.code == 2
     assert "Traceback" not in capsys.readouterr().err
+
+
+GITLAB_TOKEN = "glpat-" + "Cn7f3a9d2e41b8c6Zq0123"  # assembled: a canary, not a real token
+
+
+@pytest.mark.parametrize(
+    ("argv", "option"),
+    [
+        (["list", "--stack", GITLAB_TOKEN], "--stack"),
+        ([*CLEAN_RR, "--run-id", GITLAB_TOKEN], "--run-id"),
+        (["list", "--endpoint-url", f"file://ci:{GITLAB_TOKEN}@{{tmp}}/archive"], "--endpoint-url"),
+    ],
+)
+def test_a_credential_never_becomes_a_key_or_a_folder(
+    tmp_path: Path, argv: list[str], option: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`file://ci:pa/ss@/dir` would have made `/ss@/dir/<bucket>`: a folder named by a password."""
+    argv = [arg.replace("{tmp}", str(tmp_path)) for arg in argv]
+    try:
+        status = archive_cli([*argv, "--bucket", "results"])
+    except SystemExit as exited:
+        status = exited.code if isinstance(exited.code, int) else 2
+
+    err = capsys.readouterr().err
+    assert status == 2 and option in err and GITLAB_TOKEN not in err

@@ -31,6 +31,24 @@ def test_commit_and_default_run_id() -> None:
     assert current_commit(Path("/")) == "unknown"
 
 
+def test_a_commit_that_is_no_git_commit_is_masked_and_never_shortened_into_a_run_id() -> None:
+    created = datetime(2026, 11, 30, 18, 42, 0, tzinfo=UTC)
+    token = "glpat-" + "Cn7f3a9d2e41b8c6Zq0123"  # assembled: a canary, not a real token
+    record = RunRecord.create(
+        stack="dev",
+        stage="smoke",
+        outputs=outputs_for(RoutingProfile.ROUND_ROBIN),
+        commit=f"release {token}",
+        created_at=created,
+    )
+
+    assert record.run_id == "20261130T184200Z"
+    assert record.commit == "release <secret>"
+    assert "glpat" not in record.model_dump_json()
+    old = record.model_dump(mode="json") | {"commit": token}  # written by an older version
+    assert RunRecord.model_validate(old).commit == "<secret>"
+
+
 def test_records_reject_unsafe_names_and_inconsistent_profiles() -> None:
     good = record_for(RoutingProfile.ROUND_ROBIN, "run-1").model_dump(mode="json")
     file_entry = {"name": "a.json", "size": 1, "sha256": "0" * 64}

@@ -76,6 +76,17 @@ def test_a_url_with_credentials_is_found_and_never_shown(tmp_path: Path, text: s
     assert "s3cr3t" not in message
 
 
+def test_a_file_named_with_a_credential_is_refused_without_showing_it(tmp_path: Path) -> None:
+    results = make_results(tmp_path / "results")
+    token = "glpat-" + "Cn7f3a9d2e41b8c6Zq0123"  # assembled: a canary, not a real token
+    (results / f"{token}.log").write_text("a log\n")
+
+    with pytest.raises(ArchiveError) as refused:
+        checked_files(results)
+
+    assert "a file name below" in str(refused.value) and token not in str(refused.value)
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -7,6 +7,7 @@ run as `python -S -E`, its log decoded into `results.json` by the verdict the cl
 
 from __future__ import annotations
 
+import errno
 import io
 import shlex
 from collections.abc import Iterator
@@ -22,7 +23,7 @@ from lab.standin import VideoStandIn
 from lab.workload import LAB_WORKLOAD
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
-from stages.local.run import LocalTools, run_local_perf
+from stages.local.run import LocalTools, _keep_masked, run_local_perf
 from tests.stages.support import FIXTURES, lab_outputs_for
 from tests.support import StandInHandler, stand_in_server
 
@@ -154,3 +155,32 @@ def test_outputs_of_a_stopped_graph_fail_at_once_naming_the_fix(tmp_path: Path) 
     assert "is not running" in str(failure.value) and "python -m lab up" in str(failure.value)
     assert not (tmp_path / "argv.txt").exists()  # AIPerf never started
     assert failure.value.exit_status == 3
+
+
+PIP_LINE = "Looking in indexes: https://ci:pa/ss" + "Cn7f3a9d2e41b8c6Zq@mirror.example.com/simple\n"
+"""pip's line for an index URL whose password holds a `/` (assembled: a canary, no password)."""
+
+
+def test_the_programs_log_is_kept_masked(tmp_path: Path) -> None:
+    log = tmp_path / "program.log"
+    log.write_text(PIP_LINE)
+
+    _keep_masked(log, PIP_LINE)
+
+    assert log.read_text() == "Looking in indexes: https://<secret>@mirror.example.com/simple\n"
+    assert [path.name for path in tmp_path.iterdir()] == ["program.log"]
+
+
+def test_a_log_that_cannot_be_masked_on_disk_is_not_kept_in_plain(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = tmp_path / "program.log"
+    log.write_text(PIP_LINE)
+
+    def full(self: Path, text: str) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Path, "write_text", full)
+    _keep_masked(log, PIP_LINE)
+
+    assert list(tmp_path.iterdir()) == []

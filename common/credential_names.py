@@ -1,0 +1,225 @@
+"""Credentials by the name they travel under: the half of the one masker (`common.credentials`)
+that reads a value as secret because of what it is called, whatever the value looks like.
+
+- a secret-named environment variable, `NAME=value` or `NAME: value` (also `export NAME=...`,
+  `--env NAME=...`, a `.env` line) and a Kubernetes env entry `{name: NAME, value: ...}`:
+  upper-case names holding PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN, APIKEY, API_KEY or
+  CREDENTIAL, or ending in `_PASS`, `_PWD`, `_KEY`, `_AUTH`, `_PAT` (PGPASSWORD, MYSQL_PWD,
+  DB_PASS, NGC_KEY, HFTOKEN); not TOKENS, TOKENIZER or TIKTOKEN (token counts and tokenizers),
+  not PWD (the shell's folder);
+- a credential-named field of JSON, YAML or an HTTP header, `"password": "..."`, `token: ...`,
+  `Authorization: Basic ...`, `X-Api-Key: ...`, docker config's `auth` and `identitytoken`;
+- a credential-named command-line option, `--password ...`, `--api-key ...`, `--apikey ...`
+  (a legacy NGC key), `--token=...`, and the password of `curl -u user:password` (`--user`,
+  `--proxy-user`, `-U`; not `-u 1000:1000`, a uid and gid).
+
+A value that is a reference or a literal stays: `$VAR`, `${VAR}`, `null`, `true`, a `<...>`
+placeholder, one already masked. Without a name these values are the shapes' business.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+MASK = "<secret>"
+
+_ENV_NAME_WORDS = re.compile(
+    r"PASSWORD|PASSWD|PASSPHRASE|SECRET|APIKEY|API_KEY|CREDENTIAL|(?<!TIK)TOKEN(?!S|IZER)"
+)
+_ENV_NAME_ENDS = ("_PASS", "_PWD", "_KEY", "_AUTH", "_PAT")
+_KEYS = frozenset(
+    (
+        *("password", "passwd", "passphrase", "token", "auth", "authorization"),
+        *("proxy_authorization", "identitytoken", "registrytoken", "apikey", "api_key"),
+        *("client_secret", "secret_key", "private_key", "session_token", "credentials"),
+    )
+)
+"""Credential-named fields, compared lowercased with `-` read as `_`."""
+_KEY_ENDS = (
+    *("password", "passwd", "passphrase", "clientsecret", "client_secret", "apikey", "api_key"),
+    "accesstoken",
+    *("access_token", "authtoken", "auth_token", "refreshtoken", "refresh_token"),
+    *("privatetoken", "private_token", "sessiontoken", "session_token", "identitytoken"),
+    *("secretkey", "secret_key", "secret_access_key", "secretaccesskey"),
+)
+"""`registryPassword`, `ngcApiKey`, `client-secret`, `X-Auth-Token`, `PRIVATE-TOKEN` ...; not a
+bare `_token` end (`eos_token`, `pad_token` are tokenizer words), `_key` (`cache_key`) or
+`secret` (`ngcSecret`, `secretName` name a Kubernetes Secret; "is a secret: ..." is prose)."""
+_OPTIONS = frozenset(
+    (
+        *("password", "passwd", "pass", "passphrase", "token", "apikey", "api_key"),
+        *("client_secret", "access_token", "auth_token", "private_token"),
+        *("refresh_token", "id_token", "secret_key", "secret_access_key", "session_token"),
+    )
+)
+_OPTION_ENDS = ("_password", "_passwd", "_token", "_secret", "_api_key", "_apikey")
+_PLAIN_VALUE = re.compile(
+    r"(?:(?i:null|none|nil|true|false)|~|\*+|\.\.\.|…|<[^<>]*>|\[secret\]"
+    r"|\$[A-Z_][A-Z0-9_]*|\$\{[^{}]*\}|\$\{\{[^{}]*\}\}|\$\([^()]*\))"
+)
+"""A value that is no secret: a literal, a reference (`$VAR`, `${VAR}`, `${{ secrets.X }}`,
+`$(cat file)`), a placeholder (`...`, `<password>`) or one already masked (`<secret>`). A
+reference's name is upper case, as a variable's is: `$ecret1` may be a password."""
+
+_CLOSERS = ",;)}]"
+"""What may close a plain value's sentence or list: `$DB_PASS;`, `null, "token": ...`."""
+_ARROWS = ("=>", "->")
+"""`NGC_API_KEY: [secret] => [secret]`: a Pulumi diff of a secret shows no value."""
+_QUOTED = r"\"(?:[^\"\\\n]|\\.)*\"|'(?:[^'\\\n]|\\.)*'"
+_SEPARATOR = r"(?P<sep>[ \t]*(?:(?P<eq>=)|:(?!//))[ \t]*)"
+_VALUE = rf"(?=(?P<value>{_QUOTED}|(?(eq)[^\s\"'`]+|[^\r\n\"'`]*[^\s\"'`])))"
+"""After `=` a value runs to a space or quote (a shell word); after `:` to the line's end (a
+YAML scalar, an HTTP header's `Basic dXNlcjpwdw==`); a quoted one is taken whole. A lookahead:
+a name that is no credential does not swallow the value, where another name may follow."""
+_ENV_ASSIGNMENT = re.compile(
+    rf"(?<![A-Za-z0-9_$])(?<!\$\{{)(?P<name>[A-Z][A-Z0-9_]*){_SEPARATOR}{_VALUE}"
+)
+"""`PGPASSWORD=...`, `export DB_PASS=...`, `NGC_API_KEY: ...`; not `${NGC_API_KEY:?...}`."""
+_ENV_ENTRY = re.compile(
+    r"[\"']?name[\"']?[ \t]*:[ \t]*[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_]*)[\"']?[ \t]*,?\s*"
+    rf"[\"']?value[\"']?[ \t]*:[ \t]*(?=(?P<value>{_QUOTED}|[^\s\"'`,}}]+))"
+)
+"""A Kubernetes env entry: `{"name": "PGPASSWORD", "value": "..."}`, or in YAML on two lines."""
+_FIELD = re.compile(
+    rf"(?<![A-Za-z0-9_.$-])(?<!\$\{{)(?P<quote>[\"']?)(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?P=quote)"
+    rf"{_SEPARATOR}{_VALUE}"
+)
+"""`"password": "..."`, `token=...`, `Authorization: Basic ...`, `X-Api-Key: ...`."""
+_OPTION = re.compile(
+    rf"(?<![\w-])--(?P<name>[A-Za-z][A-Za-z0-9_-]*)(?P<sep>=|[ \t]+)"
+    rf"(?=(?P<value>{_QUOTED}|[^\s\"'`]+))"
+)
+"""`--password ...`, `--api-key=...`; a value starting with `-` after a space is the next
+option, and one spelled like the option's metavar (`--token TOKEN`) is its usage line."""
+_USER_OPTION = re.compile(
+    r"(?<![\w-])(?:--user|--proxy-user|-u|-U)(?:=|[ \t]*)[\"']?(?!\d+:\d+\b)[^\s:\"'`/]+:"
+    r"(?!//)(?=(?P<value>[^\s\"'`]+))"
+)
+"""`curl -u user:password`: the password after the user (`-u 1000:1000` is a uid and gid)."""
+
+
+def is_secret_env_name(name: str) -> bool:
+    """True for an environment variable named like a secret (`PGPASSWORD`, `DB_PASS`,
+    `NGC_KEY`, `HFTOKEN`, `AWS_SECRET_ACCESS_KEY`); not `NIM_MAX_NUM_BATCHED_TOKENS` or `PWD`."""
+    upper = name.upper()
+    return bool(_ENV_NAME_WORDS.search(upper)) or upper.endswith(_ENV_NAME_ENDS)
+
+
+def is_credential_key(name: str) -> bool:
+    """True for a JSON, YAML or header field named like a credential (`password`, `auth`,
+    `identitytoken`, `Authorization`, `X-Api-Key`, `registryPassword`)."""
+    normal = name.lower().replace("-", "_")
+    return normal in _KEYS or normal.endswith(_KEY_ENDS)
+
+
+def is_credential_option(name: str) -> bool:
+    """True for a long option named like a credential (`password`, `api-key`, `apikey`,
+    `token`, `client-secret`, `registry-password`), given without its dashes."""
+    normal = name.lower().replace("-", "_")
+    return normal in _OPTIONS or normal.endswith(_OPTION_ENDS)
+
+
+def _an_option_value(match: re.Match[str]) -> bool:
+    value, name = match.group("value"), match.group("name")
+    next_option = match.group("sep") != "=" and value.startswith("-")
+    metavar = value.rstrip("]),.") == name.upper().replace("-", "_")
+    return is_credential_option(name) and not next_option and not metavar
+
+
+_RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
+    (
+        "the value of a secret-named variable",
+        _ENV_ENTRY,
+        lambda match: is_secret_env_name(match.group("name")),
+    ),
+    (
+        "the value of a secret-named variable",
+        _ENV_ASSIGNMENT,
+        lambda match: is_secret_env_name(match.group("name")),
+    ),
+    ("a credential-named field", _FIELD, lambda match: is_credential_key(match.group("name"))),
+    ("a credential given to a command-line option", _OPTION, _an_option_value),
+    ("a credential given to a command-line option", _USER_OPTION, lambda match: True),
+)
+"""(kind, pattern, is the named value a credential) of each rule, applied in this order."""
+
+
+def _secret_value(value: str) -> bool:
+    inner = value[1:-1] if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0] else value
+    words = inner.split()
+    if not words or _plain(inner.strip()):
+        return False
+    return not all(_plain(word) or word in _ARROWS for word in words)
+
+
+def _plain(text: str) -> bool:
+    return any(_PLAIN_VALUE.fullmatch(candidate) for candidate in (text, text.rstrip(_CLOSERS)))
+
+
+def _masked_value(value: str) -> str:
+    """The value masked, its quotes kept (a masked JSON or YAML text stays well formed)."""
+    quoted = len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
+    return f"{value[0]}{MASK}{value[0]}" if quoted else MASK
+
+
+def _secret_spans(
+    text: str, pattern: re.Pattern[str], named_secret: Callable[[re.Match[str]], bool]
+) -> list[tuple[int, int]]:
+    """Where the values that `pattern` finds under a secret name lie, left to right."""
+    spans: list[tuple[int, int]] = []
+    for match in pattern.finditer(text):
+        start, end = match.span("value")
+        if spans and start < spans[-1][1]:
+            continue  # a name inside a value already masked
+        if named_secret(match) and _secret_value(match.group("value")):
+            spans.append((start, end))
+    return spans
+
+
+def _masked_spans(text: str, spans: list[tuple[int, int]]) -> str:
+    pieces, done = [], 0
+    for start, end in spans:
+        pieces += [text[done:start], _masked_value(text[start:end])]
+        done = end
+    return "".join([*pieces, text[done:]])
+
+
+def _masker(
+    pattern: re.Pattern[str], named_secret: Callable[[re.Match[str]], bool]
+) -> Callable[[str], str]:
+    def masked(text: str) -> str:
+        return _masked_spans(text, _secret_spans(text, pattern, named_secret))
+
+    return masked
+
+
+NAMED_RULES: tuple[tuple[str, Callable[[str], str]], ...] = tuple(
+    (kind, _masker(pattern, named_secret)) for kind, pattern, named_secret in _RULES
+)
+"""(kind, masker) of each rule by name, in the order `common.credentials.mask` applies them."""
+
+
+def mask_named(text: str) -> str:
+    """`text` with every value given under a credential's name replaced by `<secret>`."""
+    for _, masked in NAMED_RULES:
+        text = masked(text)
+    return text
+
+
+def is_named_secret(key: object, mapping: dict[object, object]) -> bool:
+    """True when `mapping[key]` is a credential by its key (`password`, `NGC_API_KEY`), or is
+    the `value` of a Kubernetes env entry whose `name` is a secret's (`{name: PGPASSWORD, ...}`)."""
+    if not isinstance(key, str):
+        return False
+    if key == "value" and isinstance(mapping.get("name"), str):
+        return is_secret_env_name(str(mapping["name"]))
+    env_style = key.isupper() and re.fullmatch(r"[A-Z][A-Z0-9_]*", key) is not None
+    return is_secret_env_name(key) if env_style else is_credential_key(key)
+
+
+def plain_value(value: str) -> bool:
+    """True for a value that is no secret whatever its name: empty, a literal, a `$VAR`
+    reference, a `<...>` placeholder, one already masked."""
+    return not _secret_value(value)
