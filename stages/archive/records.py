@@ -13,7 +13,7 @@ run lives inside it at (`RunPlace`)
 Every part below the prefix is one key segment (`RunPlace.checked` enforces it for user input).
 
 Over 300 lines: one record and the key it lives at, each checked on the way in and out (masked
-commit and outputs, key segments, names of stored files); split, each half would import the other.
+commit and outputs, key segments, names of stored files), with the errors that name them.
 """
 
 from __future__ import annotations
