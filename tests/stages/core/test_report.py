@@ -20,7 +20,10 @@ from stages.core.report import (
 )
 from stages.core.results import LevelResult, ProfileResults
 
-WORKLOAD = LAB_WORKLOAD.model_copy(update={"questions": 20, "concurrencies": (1, 16)})
+WORKLOAD = LAB_WORKLOAD.model_copy(
+    update={"videos": 200, "questions": 20, "concurrencies": (1, 16)}
+)
+"""The recipe's 4,000 requests a level, on the lab."""
 
 
 def level(concurrency: int, rps: float, ttft: float, cached: int = 0) -> LevelResult:
