@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from common.credentials import mask
 from common.input_files import InputFileError, read_text
 from stages.core.refusals import refusal
 from stages.core.results import Amount, LevelResult, ResultsError
@@ -114,7 +115,8 @@ class ErrorKind(_Part):
         """`<count> x <code> <type>: <message>`, the message on one line and shortened."""
         details = self.error_details or ErrorDetails()
         label = " ".join(str(part) for part in (details.code, details.type) if part)
-        message = " ".join((details.message or "").split())[:ERROR_MESSAGE_CHARS]
+        # Masked before it is shortened: a cut URL loses the `@host` that marks its password.
+        message = " ".join(mask(details.message or "").split())[:ERROR_MESSAGE_CHARS]
         return f"{self.count} x {label or 'error'}: {message}"
 
 

@@ -274,3 +274,15 @@ def test_legal_levels_at_the_edges_are_read(aiperf_export: dict[str, Any]) -> No
 
     assert (level.requests_per_second, level.output_tokens_per_second) == (0, MAX_MEASURE)
     assert (level.cache_hit_ratio, level.error_count, level.request_count) == (1.0, 9, 9)
+
+
+def test_a_credential_in_an_error_message_is_masked_before_it_is_shortened(
+    aiperf_export: dict[str, Any],
+) -> None:
+    url = "https://ci:Cn7f3a9d2e41b8c6Zq@mirror.example.com/" + "x" * 300
+    kind = {"error_details": {"code": 401, "type": "Unauthorized", "message": url}, "count": 1}
+
+    level = parse_level(aiperf_export | {"error_summary": [kind]})
+
+    masked = "https://<secret>@mirror.example.com/" + "x" * 300
+    assert level.error_kinds == [f"1 x 401 Unauthorized: {masked[:200]}"]
