@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from components.routing import RoutingProfile
@@ -49,3 +50,12 @@ def gain_percent(baseline: float, candidate: float) -> float:
     if baseline <= 0:
         raise ReportError(f"cannot compute a gain from a baseline of {baseline}")
     return (candidate - baseline) / baseline * 100
+
+
+def measurable_gain(baseline: float, candidate: float) -> float | None:
+    """The gain in percent, or None when the baseline is too small to measure one against: 0
+    (round robin served nothing), or so near 0 that the gain is no number (infinite)."""
+    if baseline <= 0:
+        return None
+    gain = gain_percent(baseline, candidate)
+    return gain if math.isfinite(gain) else None

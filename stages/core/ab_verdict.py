@@ -6,13 +6,16 @@
 
 The level named is the one with the largest effect either way, so the sign of the gain is the
 answer. The verdict is inconclusive when the numbers cannot carry one: a sweep that stopped
-part-way, failed requests, two different workloads, or a local host that other processes kept
-busier than the run's time scale corrects for (`RunConditions.disturbed`).
+part-way, failed requests, two different workloads, a level where round robin served nothing
+(no gain to measure), or a local host that other processes kept busier than the run's time scale
+corrects for (`RunConditions.disturbed`). Both lines are Markdown (the report's): text from the
+results (why a sweep stopped, who chose a time scale) goes through `markdown_text`.
 """
 
 from __future__ import annotations
 
-from stages.core.ab_pair import ABPair, gain_percent
+from stages.core.ab_pair import ABPair, gain_percent, measurable_gain
+from stages.core.markdown import markdown_text
 from stages.core.results import ProfileResults, RunConditions
 
 VERDICT_PREFIX = "verdict: "
@@ -29,7 +32,7 @@ def inconclusive_reason(pair: ABPair) -> str | None:
     for results in _profiles(pair):
         name = results.profile.value
         if not results.complete:
-            return f"{name}'s sweep stopped part-way ({results.failure})"
+            return f"{name}'s sweep stopped part-way ({markdown_text(results.failure)})"
         errors = sum(level.error_count for level in results.levels)
         if errors:
             return f"{errors} requests failed in {name}'s sweep"
@@ -38,6 +41,11 @@ def inconclusive_reason(pair: ABPair) -> str | None:
             return f"a busy host during {name}'s sweep: {disturbed}"
     if not pair.concurrencies:
         return "the two profiles share no concurrency level"
+    for c in pair.concurrencies:
+        rr, aff = pair.levels(c)
+        if measurable_gain(rr.requests_per_second, aff.requests_per_second) is None:
+            served = f"{rr.requests_per_second:g} requests/s"
+            return f"round robin served {served} at c{c}: too little to measure a gain against"
     return None
 
 
@@ -108,7 +116,7 @@ def conditions_lines(pair: ABPair) -> list[str]:
         pace = "in real time" if scale == 1 else f"{scale:g}x slower than real time"
         lines.append(
             f"- Timing of {results.profile.value}: its graph ran {pace} (chosen by "
-            f"{conditions.chosen_by}); every time and rate here is in real time."
+            f"{markdown_text(conditions.chosen_by)}); every time and rate here is in real time."
         )
         load = _load_line(results, conditions)
         if load:

@@ -14,7 +14,7 @@ from typing import Any
 
 from components.contract import StackOutputs
 from stages.core.aiperf import ConnectionReuse, aiperf_environment, aiperf_profile_args
-from stages.core.results import AIPERF_EXPORT_FILE
+from stages.core.aiperf_export import AIPERF_EXPORT_FILE
 from stages.core.smoke import VIDEO_NAME, smoke_request_body
 from stages.core.video import distinct_video_args, ffmpeg_args
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, video_ids

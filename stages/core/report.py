@@ -5,6 +5,10 @@ TTFT p95, request latency, output tokens/s and the prefix-cache hit ratio per le
 section compares each profile's hit ratio with two reference values: the physical limit with
 affinity (every question but a video's first finds it cached) and what round robin would get if
 it scattered a video's questions at random over the workers (the real-GPU behaviour).
+
+The results are checked when read (`stages.core.results`); every value in them that is text (a
+graph name, a session header, why a sweep stopped) is written through `markdown_text`, so it
+renders as itself and cannot add HTML, a link or a table column to the report.
 """
 
 from __future__ import annotations
@@ -14,8 +18,9 @@ from pathlib import Path
 
 from common.confined_paths import write_file
 from common.credentials import mask
-from stages.core.ab_pair import ABPair, ReportError, gain_percent
+from stages.core.ab_pair import ABPair, ReportError, measurable_gain
 from stages.core.ab_verdict import conditions_lines, verdict_line
+from stages.core.markdown import markdown_text
 from stages.core.results import ProfileResults
 
 REPORT_FILE = "report.md"
@@ -25,6 +30,12 @@ CHART_FILE = "ab-chart.png"
 def format_gain(percent: float) -> str:
     """'+36%' / '-4%', as in the recipe's table."""
     return f"{percent:+.0f}%"
+
+
+def format_gain_between(baseline: float, candidate: float) -> str:
+    """The gain, or `n/a` when round robin served too little to compare with (0 req/s)."""
+    gain = measurable_gain(baseline, candidate)
+    return "n/a" if gain is None else format_gain(gain)
 
 
 def format_ms(value: float) -> str:
@@ -66,7 +77,7 @@ def headline_table(pair: ABPair) -> list[str]:
                 str(c),
                 format_rate(rr.requests_per_second),
                 format_rate(aff.requests_per_second),
-                format_gain(gain_percent(rr.requests_per_second, aff.requests_per_second)),
+                format_gain_between(rr.requests_per_second, aff.requests_per_second),
                 format_ms(rr.ttft_p50_ms),
                 format_ms(aff.ttft_p50_ms),
             ]
@@ -143,15 +154,16 @@ def cache_section(pair: ABPair) -> list[str]:
 
 def workload_lines(pair: ABPair) -> list[str]:
     rr, workload = pair.round_robin, pair.round_robin.workload
-    target = f"- Target: {rr.target} ({rr.graph_name} vs {pair.affinity.graph_name}), {rr.workers} workers each."
+    graphs = f"{markdown_text(rr.graph_name)} vs {markdown_text(pair.affinity.graph_name)}"
+    target = f"- Target: {markdown_text(rr.target)} ({graphs}), {rr.workers} workers each."
     sizes = (
         f"- Workload per concurrency level: {workload.videos} videos x {workload.questions} "
         f"questions = {workload.requests_per_level} requests, exactly {workload.output_tokens} "
         "output tokens each; every level uses its own videos, so it starts with a cold cache."
     )
     headers = (
-        f"- Session header: round robin {rr.session_header or 'none'}, session affinity "
-        f"{pair.affinity.session_header or 'none'} (one session per video)."
+        f"- Session header: round robin {markdown_text(rr.session_header or 'none')}, session "
+        f"affinity {markdown_text(pair.affinity.session_header or 'none')} (one session per video)."
     )
     lines = [target, sizes, headers]
     if rr.target == "lab":
@@ -174,7 +186,8 @@ def incomplete_lines(pair: ABPair) -> list[str]:
         name = results.profile.value
         if not results.complete:
             done = ", ".join(str(level.concurrency) for level in results.levels)
-            lines.append(f"> **{name}: incomplete sweep** (levels {done} only): {results.failure}")
+            why = markdown_text(results.failure)
+            lines.append(f"> **{name}: incomplete sweep** (levels {done} only): {why}")
         errors = sum(level.error_count for level in results.levels)
         if errors:
             lines.append(

@@ -1,60 +1,90 @@
-"""Benchmark results as typed data, parsed from AIPerf's JSON export.
+"""Benchmark results as typed data: one level, one profile's sweep, the host around a local run.
 
-`profile_export_aiperf.json` holds one object per metric (`{"unit", "avg", "p50", "p95", ...}`);
-throughputs are derived metrics with `avg` only. The prefix-cache counters come from the server's
-usage reports (`usage.prompt_tokens_details.cached_tokens`), which AIPerf sums as
-`total_usage_prompt_cache_read_tokens`.
+`results.json` is input as much as output: `report` reads it from a file or an archived run, and
+its numbers decide the A/B verdict. So every model here checks range and type on the way in:
+numbers are numbers (not strings or booleans), finite (no NaN, no Infinity), never negative and
+never absurdly large (`MAX_MEASURE`); a level's cached prompt tokens are at most its prompt tokens
+(a cache-hit ratio within 0..1) and its TTFT p50 at most its p95; a sweep's levels are distinct
+levels of its workload whose completed and failed requests add up to at most the requests a level
+sends; its workers are positive; its session header is the one its profile sends
+(`components.routing`): none for round robin. A file that breaks any of it is a `ResultsError`
+naming the file, the field and what is wrong (`stages.core.refusals`). AIPerf's export is read into a
+`LevelResult` by `stages.core.aiperf_export`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from common.credentials import mask
 from common.input_files import (
     MAX_RECORD_BYTES,
     InputFileError,
-    InputFileMissing,
     parsed_json,
-    read_json_object,
     read_text,
 )
-from components.routing import RoutingProfile
+from components.config_rules import MAX_WORKER_REPLICAS, shown
+from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from stages.core.model_files import write_model
+from stages.core.refusals import refusal
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 
-AIPERF_EXPORT_FILE = "profile_export_aiperf.json"
+MAX_MEASURE = 10**15
+"""The largest number a level holds (ms, tokens, requests/s, tokens/s): no run comes near it (a
+30-day run lasts 2.6e9 ms). A number far above it is a corrupt file, and near the float limit the
+report's chart cannot even be drawn."""
+Amount = Annotated[float, Field(ge=0, le=MAX_MEASURE, strict=True)]
+"""A rate, a duration, a mean: a number (an integer will do; a string or a boolean will not),
+0 to `MAX_MEASURE`; finite where the model says `allow_inf_nan=False`, as every model here does."""
+Count = Annotated[int, Field(ge=0, le=MAX_MEASURE, strict=True)]
+"""Requests or tokens: a whole number, 0 to `MAX_MEASURE`."""
+CHECKED = ConfigDict(frozen=True, allow_inf_nan=False, revalidate_instances="always")
+"""Every results model: immutable, NaN or Infinity refused wherever a number goes, and a model
+given to another checked again (a `model_copy(update=...)` is not checked when made)."""
 
 
 class ResultsError(StageFailed):
-    """An AIPerf export that cannot be read as a benchmark result."""
+    """An AIPerf export or a results file that cannot be read as a benchmark result."""
 
 
 class LevelResult(BaseModel):
     """One concurrency level of one profile."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = CHECKED
 
-    concurrency: int
-    requests_per_second: float
-    ttft_p50_ms: float
-    ttft_p95_ms: float
-    request_latency_p50_ms: float
-    output_tokens_per_second: float
-    request_count: int
-    error_count: int
-    output_tokens_mean: float
-    prompt_tokens: int
-    cached_prompt_tokens: int
-    request_latency_mean_ms: float | None = None
+    concurrency: int = Field(gt=0, strict=True)
+    requests_per_second: Amount
+    ttft_p50_ms: Amount
+    ttft_p95_ms: Amount
+    request_latency_p50_ms: Amount
+    output_tokens_per_second: Amount
+    request_count: Count
+    """Requests that completed (AIPerf's `request_count` counts the valid ones only)."""
+    error_count: Count
+    output_tokens_mean: Amount
+    prompt_tokens: Count
+    cached_prompt_tokens: Count
+    request_latency_mean_ms: Amount | None = None
     """None in results written before it was recorded; the lab's predictions need it."""
     error_kinds: list[str] = []
     """Why requests failed, one line per kind as AIPerf groups them: `<count> x <code> <type>:
     <message>` (the message shortened). Empty when none failed."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> LevelResult:
+        if self.cached_prompt_tokens > self.prompt_tokens:
+            raise ValueError(
+                f"cached_prompt_tokens ({self.cached_prompt_tokens}) is more than prompt_tokens "
+                f"({self.prompt_tokens}): a cache-hit ratio above 100%"
+            )
+        if self.ttft_p50_ms > self.ttft_p95_ms:
+            raise ValueError(
+                f"ttft_p50_ms ({self.ttft_p50_ms:g}) is above ttft_p95_ms ({self.ttft_p95_ms:g})"
+            )
+        return self
 
     @property
     def cache_hit_ratio(self) -> float:
@@ -90,13 +120,13 @@ class HostLoad(BaseModel):
     processes demanded (ran or waited to run), what the run's own processes ran, and how long
     its threads waited for a CPU."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = CHECKED
 
-    seconds: float = Field(ge=0)
-    cores: int = Field(gt=0)
-    others_cores: float = Field(ge=0)
-    own_cores: float = Field(ge=0)
-    own_wait_cores: float = Field(ge=0)
+    seconds: float = Field(ge=0, strict=True)
+    cores: int = Field(gt=0, strict=True)
+    others_cores: float = Field(ge=0, strict=True)
+    own_cores: float = Field(ge=0, strict=True)
+    own_wait_cores: float = Field(ge=0, strict=True)
 
     @property
     def fair_share_cores(self) -> float:
@@ -117,15 +147,15 @@ class HostLoad(BaseModel):
 class RunConditions(BaseModel):
     """How a local graph's sweep was run: its time scale, why, and the host around it."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = CHECKED
 
-    time_scale: float = Field(default=1.0, gt=0)
+    time_scale: float = Field(default=1.0, gt=0, strict=True)
     """The graph ran this many times slower than real time (its engine, the pauses between
     questions, the affinity TTL); the levels are given back in real time (`LevelResult.rescaled`).
     Below 1 (a prediction's choice): faster."""
     chosen_by: str
     """Where the time scale came from: the host probe's numbers, or the command line."""
-    reference_cores: float = Field(gt=0)
+    reference_cores: float = Field(gt=0, strict=True)
     """The cores the graph needs at time scale 1 (the idle host its numbers were checked on)."""
     probe: HostLoad | None = None
     """The host just before the graphs started, as the probe that chose the time scale saw it."""
@@ -155,21 +185,63 @@ class RunConditions(BaseModel):
 class ProfileResults(BaseModel):
     """A whole sweep of one routing profile against one deployment."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = CHECKED
 
     profile: RoutingProfile
     target: Literal["cluster", "lab"]
-    graph_name: str
-    workers: int
+    graph_name: str = Field(min_length=1, max_length=253)
+    """The graph's name: a Kubernetes object's, 253 characters at most."""
+    workers: int = Field(gt=0, le=MAX_WORKER_REPLICAS, strict=True)
     session_header: str | None
     workload: PerfWorkload
     levels: list[LevelResult] = Field(min_length=1)
-    complete: bool = True
+    complete: bool = Field(default=True, strict=True)
     """False when the sweep stopped part-way: `levels` are the ones it finished."""
     failure: str | None = None
     """Why an incomplete sweep stopped."""
     conditions: RunConditions | None = None
     """A local graph's time scale and host load (None: a cluster's, or written before them)."""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> ProfileResults:
+        # Any TTL will do: the header a profile sends does not depend on it.
+        header = routing_for(self.profile, RECIPE_AFFINITY_TTL_SECONDS).session_header
+        if self.session_header != header:
+            expected = repr(header) if header else "none (null)"
+            got = shown(self.session_header) if self.session_header is not None else "none"
+            raise ValueError(
+                f"session_header: a {self.profile.value} result runs with session header "
+                f"{expected}, got {got}"
+            )
+        if not self.complete and not self.failure:
+            raise ValueError("failure: an incomplete sweep (complete: false) says why it stopped")
+        problems = self._level_problems()
+        if problems:
+            raise ValueError("; ".join(problems))
+        return self
+
+    def _level_problems(self) -> list[str]:
+        """Levels that are not distinct levels of the workload, or that count more requests
+        than a level sends."""
+        problems, seen = [], set()
+        sent = self.workload.requests_per_level
+        for index, level in enumerate(self.levels):
+            where = f"levels[{index}]"
+            if level.concurrency in seen:
+                problems.append(f"{where}.concurrency: level {level.concurrency} appears twice")
+            elif level.concurrency not in self.workload.concurrencies:
+                problems.append(
+                    f"{where}.concurrency: level {level.concurrency} is not one of the "
+                    f"workload's concurrencies {list(self.workload.concurrencies)}"
+                )
+            seen.add(level.concurrency)
+            if level.request_count + level.error_count > sent:
+                problems.append(
+                    f"{where}: request_count {level.request_count} + error_count "
+                    f"{level.error_count} is more than the {sent} requests a level sends "
+                    "(workload.videos x workload.questions)"
+                )
+        return problems
 
     @property
     def cache_hit_ratio(self) -> float:
@@ -193,78 +265,7 @@ class ProfileResults(BaseModel):
             raise ResultsError(str(error)) from None
         try:
             return cls.model_validate_json(text)
-        except ValueError as error:
-            summary = " ".join(mask(str(error)).split())[:300]  # masked, then cut short
-            raise ResultsError(f"results file {path} is not a profile result: {summary}") from None
-
-
-def _metric(export: dict[str, Any], tag: str, stat: str, default: float | None = None) -> float:
-    entry = export.get(tag)
-    if isinstance(entry, dict) and isinstance(entry.get(stat), int | float):
-        return float(entry[stat])
-    if default is not None:
-        return default
-    raise ResultsError(f"AIPerf export has no {tag}.{stat}")
-
-
-def _error_count(export: dict[str, Any]) -> int:
-    # `error_request_count` appears only when a request failed; `error_summary` lists them by kind.
-    if "error_request_count" in export:
-        return int(_metric(export, "error_request_count", "avg"))
-    return sum(int(item.get("count", 0)) for item in export.get("error_summary") or [])
-
-
-ERROR_MESSAGE_CHARS = 200
-
-
-def _error_kinds(export: dict[str, Any]) -> list[str]:
-    kinds = []
-    for item in export.get("error_summary") or []:
-        details = item.get("error_details") or {}
-        label = " ".join(str(details[key]) for key in ("code", "type") if details.get(key))
-        message = " ".join(mask(str(details.get("message", ""))).split())[:ERROR_MESSAGE_CHARS]
-        kinds.append(f"{item.get('count', '?')} x {label or 'error'}: {message}")
-    return kinds
-
-
-def _profiling_concurrency(export: dict[str, Any]) -> int:
-    phases = (export.get("input_config") or {}).get("phases") or []
-    for phase in phases:
-        if phase.get("kind") == "profiling" and isinstance(phase.get("concurrency"), int):
-            return int(phase["concurrency"])
-    raise ResultsError("AIPerf export does not say which concurrency it ran")
-
-
-def parse_level(export: dict[str, Any]) -> LevelResult:
-    """One level from the parsed content of `profile_export_aiperf.json`."""
-    if export.get("was_cancelled"):
-        raise ResultsError("the AIPerf run was cancelled")
-    return LevelResult(
-        concurrency=_profiling_concurrency(export),
-        requests_per_second=_metric(export, "request_throughput", "avg"),
-        ttft_p50_ms=_metric(export, "time_to_first_token", "p50"),
-        ttft_p95_ms=_metric(export, "time_to_first_token", "p95"),
-        request_latency_p50_ms=_metric(export, "request_latency", "p50"),
-        request_latency_mean_ms=_metric(export, "request_latency", "avg"),
-        output_tokens_per_second=_metric(export, "output_token_throughput", "avg"),
-        request_count=int(_metric(export, "request_count", "avg")),
-        error_count=_error_count(export),
-        error_kinds=_error_kinds(export),
-        output_tokens_mean=_metric(export, "output_sequence_length", "avg"),
-        prompt_tokens=int(_metric(export, "total_usage_prompt_tokens", "avg", default=0.0)),
-        cached_prompt_tokens=int(
-            _metric(export, "total_usage_prompt_cache_read_tokens", "avg", default=0.0)
-        ),
-    )
-
-
-def read_level(artifact_dir: Path) -> LevelResult:
-    """One level from an AIPerf artifact directory."""
-    path = artifact_dir / AIPERF_EXPORT_FILE
-    try:
-        export = read_json_object(path, "AIPerf export")
-    except InputFileMissing as error:
-        raise ResultsError(f"AIPerf wrote no {path}") from error
-    except InputFileError as error:
-        raise ResultsError(str(error)) from error
-    return parse_level(export)
+        except ValidationError as error:
+            raise ResultsError(
+                f"results file {path} is not a profile result: {refusal(error)}"
+            ) from None

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from common.confined_paths import remove_file, write_file
 from common.credentials import masked_document
 from components.contract import StackOutputs
+from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.pod_log import PodRun
-from stages.core.results import (
-    AIPERF_EXPORT_FILE,
-    LevelResult,
-    ProfileResults,
-    RunConditions,
-    read_level,
-)
+from stages.core.refusals import refusal
+from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
@@ -95,8 +93,10 @@ def sweep_results(
     write_exports(run.log, workload, out_dir)
     try:
         levels = [read_level(out_dir / f"c{c}" / "aiperf") for c in workload.concurrencies]
-    except StageFailed as error:
-        raise StageFailed(f"the perf program's log lacks a level's export: {error}") from error
+    except ResultsError as error:  # missing, or not a result: no results.json is written
+        raise ResultsError(
+            f"the perf program's log lacks a level's export, or holds an unusable one: {error}"
+        ) from None
     return finish_sweep(outputs, workload, levels, out_dir, conditions)
 
 
@@ -118,12 +118,16 @@ def _save_finished_levels(
         artifact_dir = out_dir / f"c{concurrency}" / "aiperf"
         if not (artifact_dir / AIPERF_EXPORT_FILE).is_file():
             break
-        finished.append(read_level(artifact_dir))
+        try:
+            finished.append(read_level(artifact_dir))
+        except ResultsError:  # a level that is not a result did not finish; the run's failure
+            break  # is what the stage reports
     if finished:
         why = frontend_not_ready(run) or f"{run.what} failed ({run.failure})"
-        results = _results(outputs, workload, finished, conditions).model_copy(
-            update={"complete": False, "failure": why}
-        )
+        try:
+            results = _results(outputs, workload, finished, conditions, failure=why)
+        except ResultsError:
+            return
         results.save(out_dir / "results.json")
 
 
@@ -151,19 +155,28 @@ def _results(
     workload: PerfWorkload,
     levels: list[LevelResult],
     conditions: RunConditions | None = None,
+    failure: str | None = None,
 ) -> ProfileResults:
+    """The sweep's results, checked as `report` will read them (a level that counts more
+    requests than the workload sends is refused here, naming it); `failure`: why an incomplete
+    sweep stopped."""
     if conditions is not None and conditions.time_scale != 1:
         levels = [level.rescaled(conditions.time_scale) for level in levels]
-    return ProfileResults(
-        profile=outputs.profile,
-        target=outputs.target,
-        graph_name=outputs.graph_name,
-        workers=outputs.worker_replicas,
-        session_header=outputs.session_header,
-        workload=workload,
-        levels=levels,
-        conditions=conditions,
-    )
+    try:  # a rescaled level is checked here too (a huge rate times the scale is no number)
+        return ProfileResults(
+            profile=outputs.profile,
+            target=outputs.target,
+            graph_name=outputs.graph_name,
+            workers=outputs.worker_replicas,
+            session_header=outputs.session_header,
+            workload=workload,
+            levels=levels,
+            complete=failure is None,
+            failure=failure,
+            conditions=conditions,
+        )
+    except ValidationError as error:
+        raise ResultsError(f"the sweep's levels are not a result: {refusal(error)}") from None
 
 
 def finish_sweep(
@@ -174,8 +187,13 @@ def finish_sweep(
     conditions: RunConditions | None = None,
 ) -> ProfileResults:
     """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
-    (the results stay saved for inspection)."""
-    results = _results(outputs, workload, levels, conditions)
+    (the results stay saved for inspection). Levels that are no result save nothing."""
+    try:
+        results = _results(outputs, workload, levels, conditions)
+    except ResultsError as error:
+        raise ResultsError(
+            f"{error} (each level's AIPerf export: {out_dir}/c<N>/aiperf/)"
+        ) from None
     results.save(out_dir / "results.json")
     problems = [p for level in levels for p in check_level(level, workload)]
     if problems:

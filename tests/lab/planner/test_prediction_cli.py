@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from components.routing import RoutingProfile
+from components.routing import SESSION_HEADER, RoutingProfile
 from lab.__main__ import main
 from lab.mocker_timing import EngineSpeed
 from lab.planner import predict_cli
@@ -240,7 +240,7 @@ def cluster_results(tmp_path: Path, knobs: LabKnobs, sweep: LabSweep) -> list[st
             target="cluster",
             graph_name="g",
             workers=sweep.workers,
-            session_header=None,
+            session_header=SESSION_HEADER if profile is RoutingProfile.SESSION_AFFINITY else None,
             workload=workload,
             levels=cluster(profile, knobs, sweep, 1.0),
         )

@@ -8,19 +8,23 @@ import pytest
 
 from components.routing import SESSION_HEADER, RoutingProfile
 from lab.workload import LAB_WORKLOAD
+from stages.core.ab_pair import gain_percent
+from stages.core.markdown import markdown_text
 from stages.core.report import (
     ABPair,
     ReportError,
     format_gain,
-    gain_percent,
     headline_table,
     random_scatter_hit_ratio,
     render_markdown,
     write_report,
 )
-from stages.core.results import LevelResult, ProfileResults
+from stages.core.results import MAX_MEASURE, LevelResult, ProfileResults
 
-WORKLOAD = LAB_WORKLOAD.model_copy(update={"questions": 20, "concurrencies": (1, 16)})
+WORKLOAD = LAB_WORKLOAD.model_copy(
+    update={"videos": 200, "questions": 20, "concurrencies": (1, 16)}
+)
+"""The recipe's 4,000 requests a level, on the lab."""
 
 
 def level(concurrency: int, rps: float, ttft: float, cached: int = 0) -> LevelResult:
@@ -109,4 +113,51 @@ def test_write_report_writes_markdown_and_a_png(tmp_path: Path) -> None:
     markdown = write_report(ROUND_ROBIN, AFFINITY, tmp_path)
 
     assert (tmp_path / "report.md").read_text() == markdown
+    assert (tmp_path / "ab-chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# --- input in the report (issue 30) ---------------------------------------------------------------
+
+HOSTILE_NAME = "<img src=x onerror=alert(1)>|`x`\n](javascript:alert(1))"
+
+
+def test_text_from_the_results_is_escaped_everywhere_the_report_writes_it() -> None:
+    incomplete = {"complete": False, "failure": "<b>boom</b>\n# not a heading | cell"}
+    pair = ABPair.of(
+        ROUND_ROBIN.model_copy(update={"graph_name": HOSTILE_NAME} | incomplete), AFFINITY
+    )
+    plain = render_markdown(ABPair.of(ROUND_ROBIN.model_copy(update=incomplete), AFFINITY))
+
+    markdown = render_markdown(pair)
+
+    assert "<img" not in markdown and "<b>" not in markdown and "](javascript" not in markdown
+    assert markdown_text(HOSTILE_NAME) in markdown
+    assert markdown.count(markdown_text(incomplete["failure"])) == 2  # the verdict, the warning
+    assert len(markdown.splitlines()) == len(plain.splitlines())
+
+
+def test_a_round_robin_that_served_nothing_has_no_gain_and_no_verdict(tmp_path: Path) -> None:
+    idle = [lvl.model_copy(update={"requests_per_second": 0.0}) for lvl in ROUND_ROBIN.levels]
+
+    markdown = write_report(ROUND_ROBIN.model_copy(update={"levels": idle}), AFFINITY, tmp_path)
+
+    assert "| 1 | 0.00 | 2.60 | n/a |" in markdown
+    assert "verdict: inconclusive: round robin served 0 requests/s at c1" in markdown
+
+
+def test_the_largest_numbers_a_result_holds_still_make_a_report(tmp_path: Path) -> None:
+    largest = {
+        "requests_per_second": float(MAX_MEASURE),
+        "ttft_p50_ms": float(MAX_MEASURE),
+        "ttft_p95_ms": float(MAX_MEASURE),
+        "request_latency_p50_ms": float(MAX_MEASURE),
+        "output_tokens_per_second": float(MAX_MEASURE),
+    }
+    huge = level(1, 1.0, 1.0).model_copy(update=largest)
+    tiny = level(1, 1e-300, 0.0)
+    rr = results(RoutingProfile.ROUND_ROBIN, [tiny])
+
+    markdown = write_report(rr, results(RoutingProfile.SESSION_AFFINITY, [huge]), tmp_path)
+
+    assert "verdict: inconclusive: round robin served 1e-300 requests/s at c1" in markdown
     assert (tmp_path / "ab-chart.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

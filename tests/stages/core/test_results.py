@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ import pytest
 
 from components.routing import RoutingProfile
 from lab.workload import LAB_WORKLOAD
-from stages.core.results import ProfileResults, ResultsError, parse_level, read_level
+from stages.core.aiperf_export import parse_level, read_level
+from stages.core.results import MAX_MEASURE, ProfileResults, ResultsError
 from stages.core.verdicts import check_level
 from tests.stages.support import FIXTURES
 
@@ -95,7 +97,7 @@ def test_a_cancelled_run_is_not_a_result(aiperf_export: dict[str, Any]) -> None:
 def test_a_missing_metric_is_named(aiperf_export: dict[str, Any]) -> None:
     export = {k: v for k, v in aiperf_export.items() if k != "time_to_first_token"}
 
-    with pytest.raises(ResultsError, match="time_to_first_token.p50"):
+    with pytest.raises(ResultsError, match="time_to_first_token: Field required"):
         parse_level(export)
 
 
@@ -142,3 +144,145 @@ def test_the_real_affinity_export_ran_with_the_session_header(
         "ignore_eos": True,
         "min_tokens": 8,
     }
+
+
+# --- checked on the way in (issue 30) -------------------------------------------------------------
+
+
+def fixture_results() -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / "results-session-affinity.json").read_text())
+    return data
+
+
+def changed(data: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """`data` with the value at a dotted path (`levels.0.ttft_p50_ms`) replaced."""
+    data = copy.deepcopy(data)
+    *parents, last = path.split(".")
+    target: Any = data
+    for part in parents:
+        target = target[int(part)] if isinstance(target, list) else target[part]
+    target[int(last) if isinstance(target, list) else last] = value
+    return data
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "named"),
+    [
+        ("levels.0.requests_per_second", math.nan, "levels[0].requests_per_second"),
+        ("levels.1.ttft_p50_ms", math.inf, "levels[1].ttft_p50_ms"),
+        ("levels.0.request_latency_p50_ms", -5, "levels[0].request_latency_p50_ms"),
+        ("levels.0.output_tokens_per_second", "144", "levels[0].output_tokens_per_second"),
+        ("levels.0.request_count", True, "levels[0].request_count"),
+        ("levels.0.concurrency", 0, "levels[0].concurrency"),
+        ("levels.1.concurrency", 1, "levels[1].concurrency: level 1 appears twice"),
+        ("levels.1.concurrency", 4, "levels[1].concurrency: level 4 is not one of"),
+        ("levels.0.error_count", 1, "levels[0]: request_count 9 + error_count 1"),
+        ("levels.0.cached_prompt_tokens", 9_999, "levels[0]: cached_prompt_tokens (9999)"),
+        ("levels.0.cached_prompt_tokens", -6_000, "levels[0].cached_prompt_tokens"),
+        ("levels.0.ttft_p95_ms", 1.0, "levels[0]: ttft_p50_ms (31.0927) is above"),
+        ("workers", -3, "workers"),
+        ("session_header", None, "session_header: a session-affinity result runs with"),
+        ("complete", False, "failure: an incomplete sweep"),
+        ("conditions", {"chosen_by": "x", "reference_cores": math.nan}, "conditions.reference"),
+    ],
+)
+def test_a_results_file_out_of_range_is_refused_naming_the_field(
+    tmp_path: Path, path: str, value: Any, named: str
+) -> None:
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(changed(fixture_results(), path, value)))
+
+    with pytest.raises(ResultsError) as refused:
+        ProfileResults.load(results)
+
+    assert f"results file {results} is not a profile result: " in str(refused.value)
+    assert named in str(refused.value)
+
+
+def test_a_round_robin_result_never_carries_a_session_header(tmp_path: Path) -> None:
+    data = json.loads((FIXTURES / "results-round-robin.json").read_text())
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(data | {"session_header": "X-Dynamo-Session-ID"}))
+
+    with pytest.raises(ResultsError, match="a round-robin result runs with session header none"):
+        ProfileResults.load(results)
+
+
+def test_a_credential_in_a_refused_field_is_not_shown(tmp_path: Path) -> None:
+    planted = "https://ci:Cn7f3a9d2e41b8c6Zq@mirror.example.com/simple"
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(fixture_results() | {"session_header": planted}))
+
+    with pytest.raises(ResultsError) as refused:
+        ProfileResults.load(results)
+
+    assert "Cn7f3a9d2e41b8c6Zq" not in str(refused.value)
+    assert "got a value that holds a credential (not shown)" in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "named"),
+    [
+        ("request_count.avg", math.nan, "request_count.avg: Input should be a finite number"),
+        ("request_count.avg", 9.5, "request_count.avg: a count is a whole number, got 9.5"),
+        ("request_throughput.avg", -1, "request_throughput.avg: Input should be greater"),
+        ("time_to_first_token.p50", "34", "time_to_first_token.p50: Input should be a valid"),
+        ("time_to_first_token.p95", 1.0, "time_to_first_token: p50 (34.2312) is above p95"),
+        ("total_usage_prompt_cache_read_tokens.avg", 9e9, "is more than total_usage_prompt"),
+        ("error_summary", 5, "error_summary: Input should be a valid array"),
+        ("error_summary", [{"count": -1}], "error_summary[0].count"),
+        ("error_summary", ["boom"], "error_summary[0]: Input should be an object"),
+        ("input_config", [], "input_config: Input should be an object"),
+        ("input_config.phases", {"kind": "profiling"}, "input_config.phases"),
+        ("input_config.phases.0.concurrency", 0, "input_config.phases[0].concurrency"),
+        ("input_config.phases.0.kind", "warmup", "input_config: no profiling phase"),
+        ("was_cancelled", "no", "was_cancelled: Input should be a valid boolean"),
+    ],
+)
+def test_a_malformed_aiperf_export_is_refused_naming_the_field(
+    aiperf_export: dict[str, Any], tmp_path: Path, path: str, value: Any, named: str
+) -> None:
+    export = tmp_path / "c2" / "aiperf" / "profile_export_aiperf.json"
+    export.parent.mkdir(parents=True)
+    export.write_text(json.dumps(changed(aiperf_export, path, value)))
+
+    with pytest.raises(ResultsError) as refused:
+        read_level(export.parent)
+
+    assert f"{export} is not a usable AIPerf export: " in str(refused.value)
+    assert named in str(refused.value)
+
+
+@pytest.mark.parametrize("content", ["[1, 2]", '"export"', "null", "{", "[" * 100_000])
+def test_an_aiperf_export_that_is_no_object_is_refused_naming_the_file(
+    tmp_path: Path, content: str
+) -> None:
+    export = tmp_path / "profile_export_aiperf.json"
+    export.write_text(content)
+
+    with pytest.raises(ResultsError, match="is not a usable AIPerf export"):
+        read_level(tmp_path)
+
+
+def test_legal_levels_at_the_edges_are_read(aiperf_export: dict[str, Any]) -> None:
+    edges = changed(aiperf_export, "request_throughput.avg", 0)
+    edges = changed(edges, "output_token_throughput.avg", MAX_MEASURE)
+    edges = changed(edges, "total_usage_prompt_cache_read_tokens.avg", 2988.0)  # all cached
+    edges = changed(edges, "error_request_count", {"unit": "requests", "avg": 9.0})
+
+    level = parse_level(edges)
+
+    assert (level.requests_per_second, level.output_tokens_per_second) == (0, MAX_MEASURE)
+    assert (level.cache_hit_ratio, level.error_count, level.request_count) == (1.0, 9, 9)
+
+
+def test_a_credential_in_an_error_message_is_masked_before_it_is_shortened(
+    aiperf_export: dict[str, Any],
+) -> None:
+    url = "https://ci:Cn7f3a9d2e41b8c6Zq@mirror.example.com/" + "x" * 300
+    kind = {"error_details": {"code": 401, "type": "Unauthorized", "message": url}, "count": 1}
+
+    level = parse_level(aiperf_export | {"error_summary": [kind]})
+
+    masked = "https://<secret>@mirror.example.com/" + "x" * 300
+    assert level.error_kinds == [f"1 x 401 Unauthorized: {masked[:200]}"]
