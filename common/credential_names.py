@@ -24,6 +24,8 @@ import re
 from collections.abc import Callable
 
 MASK = "<secret>"
+MASK_IN_HTML = "&lt;secret&gt;"
+"""The mask as Markdown or HTML shows it (report.md escapes what came from input): masked too."""
 
 _ENV_NAME_WORDS = re.compile(
     r"PASSWORD|PASSWD|PASSPHRASE|SECRET|APIKEY|API_KEY|CREDENTIAL|(?<!TIK)TOKEN(?!S|IZER)"
@@ -56,7 +58,7 @@ _OPTIONS = frozenset(
 )
 _OPTION_ENDS = ("_password", "_passwd", "_token", "_secret", "_api_key", "_apikey")
 _PLAIN_VALUE = re.compile(
-    r"(?:(?i:null|none|nil|true|false)|~|\*+|\.\.\.|…|<[^<>]*>|\[secret\]"
+    r"(?:(?i:null|none|nil|true|false)|~|\*+|\.\.\.|…|<[^<>]*>|&lt;secret&gt;|\[secret\]"
     r"|\$[A-Z_][A-Z0-9_]*|\$\{[^{}]*\}|\$\{\{[^{}]*\}\}|\$\([^()]*\))"
 )
 """A value that is no secret: a literal, a reference (`$VAR`, `${VAR}`, `${{ secrets.X }}`,
@@ -121,6 +123,12 @@ def is_credential_option(name: str) -> bool:
     return normal in _OPTIONS or normal.endswith(_OPTION_ENDS)
 
 
+def _credential_field(name: str) -> bool:
+    """A field named like a credential, or like a secret variable when it is spelled as one
+    (`"MYSQL_PWD": ...` in a JSON dump of an environment)."""
+    return is_credential_key(name) or (name.isupper() and is_secret_env_name(name))
+
+
 def _an_option_value(match: re.Match[str]) -> bool:
     value, name = match.group("value"), match.group("name")
     next_option = match.group("sep") != "=" and value.startswith("-")
@@ -139,7 +147,7 @@ _RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool]], ...]
         _ENV_ASSIGNMENT,
         lambda match: is_secret_env_name(match.group("name")),
     ),
-    ("a credential-named field", _FIELD, lambda match: is_credential_key(match.group("name"))),
+    ("a credential-named field", _FIELD, lambda match: _credential_field(match.group("name"))),
     ("a credential given to a command-line option", _OPTION, _an_option_value),
     ("a credential given to a command-line option", _USER_OPTION, lambda match: True),
 )

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from common.credential_names import MASK
+from common.credential_names import MASK, MASK_IN_HTML
 
 _URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s\"'<>`\\]|\\.)+")
 """A URL runs to whitespace, a quote, `<`, `>` or a backtick; a backslash escapes (JSON text)."""
@@ -39,8 +39,8 @@ _CREDENTIAL_PARAMETERS = frozenset(
 _CREDENTIAL_SUFFIXES = ("_token", "_key", "_secret", "_password", "_signature", "_credential")
 _CREDENTIAL_PREFIXES = ("x-amz-", "x-goog-")
 """S3 and GCS pre-signed URLs: X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, ..."""
-_MASKED_USERINFO = re.compile(rf"(?:[^:]*:)?(?:\*+|{re.escape(MASK)})")
-"""User-info already masked: `user:****` (what pip prints) or ours."""
+_MASKED_USERINFO = re.compile(rf"(?:[^:]*:)?(?:\*+|{re.escape(MASK)}|{re.escape(MASK_IN_HTML)})")
+"""User-info already masked: `user:****` (what pip prints) or ours (escaped for Markdown too)."""
 _USER_ONLY = re.compile(r"[A-Za-z0-9._~+-]{1,15}")
 """A user without a password, short enough to be a name (`git@`, `robot@`), not a token."""
 _LOGIN = re.compile(
@@ -115,7 +115,7 @@ def mask_url(url: str) -> str:
 
     def value(match: re.Match[str]) -> str:
         mark, name, given = match.groups()
-        secret = given and given != MASK and is_credential_parameter(name)
+        secret = given and given not in (MASK, MASK_IN_HTML) and is_credential_parameter(name)
         return f"{mark}{name}={MASK}" if secret else match.group(0)
 
     return _QUERY_PART.sub(value, _mask_userinfo(url))

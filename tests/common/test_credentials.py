@@ -413,3 +413,15 @@ def test_masking_twice_changes_nothing_and_the_kind_agrees(
     once = mask(text)
     assert mask(once) == once
     assert credential_kind(once) is None
+
+
+def test_a_mask_escaped_for_markdown_is_already_masked() -> None:
+    """report.md escapes what came from input after masking it (`&lt;secret&gt;`); masking the
+    whole report again must not put a raw `<secret>` tag back."""
+    escaped = (
+        "https://&lt;secret&gt;@mirror.example.com/simple and"
+        " https://h.example.com/x?token=&lt;secret&gt; and"
+        ' "password": "&lt;secret&gt;"'
+    )
+
+    assert mask(escaped) == escaped

@@ -3,6 +3,7 @@ kind of secret, never the value; nothing reaches the store."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 from typing import Any
 
@@ -100,3 +101,20 @@ def test_a_file_named_with_a_credential_is_refused_without_showing_it(tmp_path: 
 )
 def test_urls_without_a_password_pass(text: str) -> None:
     assert find_secret(text.encode()) is None
+
+
+def test_random_binary_files_are_not_taken_for_credentials() -> None:
+    """A compressed chart is random-looking bytes: read whole as text, about one 60 kB file in
+    twelve held something shaped like `-u a:b` or `user:pw@host`."""
+    generator = random.Random(20261205)
+    found = [find_secret(generator.randbytes(60_000)) for _ in range(200)]
+
+    assert [kind for kind in found if kind] == []
+
+
+def test_a_credential_written_into_a_binary_file_is_still_found() -> None:
+    generator = random.Random(7)
+    key = "nvapi-" + "Qx7Zr2Lm9Tb4Wc8Hd1Kf6Jp3Ns5Vg0Ye2Ua7Ro4Ei9"  # assembled: a canary
+    chart = generator.randbytes(30_000) + b"\x00tEXt\x00Comment\x00" + key.encode() + b"\xff"
+
+    assert find_secret(chart + generator.randbytes(30_000)) is not None
