@@ -14,8 +14,9 @@ import re
 
 from common.credential_names import MASK, MASK_IN_HTML
 
-_URL = re.compile(r"\b[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s\"'<>`\\]|\\.)+")
-"""A URL runs to whitespace, a quote, `<`, `>` or a backtick; a backslash escapes (JSON text)."""
+_URL = re.compile(r"(?<![A-Za-z+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s\"'<>`\\]|\\.)+")
+"""A URL runs to whitespace, a quote, `<`, `>` or a backtick; a backslash escapes (JSON text).
+Its scheme may follow a digit (`0https://u:pw@host` glued to a number is still a URL)."""
 _HOST = r"(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.?)"
 _HOST_THEN_END = re.compile(rf"(?P<host>{_HOST}(?::\d*)?)(?:[/?#\\]|$)")
 """What follows user-info: a host, a port, then the path, query, fragment or the URL's end."""

@@ -425,3 +425,10 @@ def test_a_mask_escaped_for_markdown_is_already_masked() -> None:
     )
 
     assert mask(escaped) == escaped
+
+
+def test_a_url_glued_to_a_number_is_still_masked() -> None:
+    password = "Cn7f3a9d2e41" + "b8c6Zq"  # assembled: a canary
+    text = f"retry 3 of 0https://ci:{password}@mirror.example.com/simple"
+
+    assert password not in mask(text) and credential_kind(text) is not None
