@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from common.confined_paths import write_file
 from common.credentials import masked_document
@@ -16,6 +16,7 @@ from common.input_files import (
     parsed_json,
     read_text,
 )
+from stages.core.refusals import refusal
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -46,5 +47,6 @@ def read_model(
         raise error(str(problem)) from None
     try:
         return model_type.model_validate_json(text)
-    except ValueError as problem:  # not this record
-        raise error(f"{path} is not a {what}: {problem}") from None
+    except ValidationError as problem:  # not this record: its fields named, a value only when
+        # short and no credential (a record linked to a key file must not print its first line)
+        raise error(f"{path} is not a {what}: {refusal(problem)}") from None
