@@ -91,15 +91,7 @@ def write_inside(folder: Path, relative: str, content: bytes | str, mode: int = 
 
 def remove_inside(folder: Path, relative: str) -> bool:
     """Remove the regular file `relative` of `folder`; False when it is absent."""
-    path = inside(folder, relative)
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        raise OutputFolderError(f"{path} is {_kind(info.st_mode)}, not a file: it is not removed")
-    path.unlink()
-    return True
+    return _remove_regular(inside(folder, relative))
 
 
 def remove_tree_inside(folder: Path, relative: str) -> bool:
@@ -152,6 +144,11 @@ def remove_file(path: Path) -> bool:
     held = _held_folder(path)
     if held is not None:
         return remove_inside(*held)
+    return _remove_regular(path)
+
+
+def _remove_regular(path: Path) -> bool:
+    """Unlink `path` when it is a regular file (looked at, not followed); False when absent."""
     try:
         info = path.lstat()
     except FileNotFoundError:
