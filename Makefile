@@ -19,10 +19,8 @@ PYTEST_WORKERS ?= auto
 CHECK_TEST_SECONDS ?= 10
 # pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
 REAL_WORKERS ?= 4
-PIP_QUIET := --quiet --disable-pip-version-check --no-input
 
 VENV := .venv
-PY := $(VENV)/bin/python
 DEV_VENV := .venv-dev
 DEV_PY := $(DEV_VENV)/bin/python
 STAGES_VENV := .venv-stages
@@ -46,35 +44,28 @@ python:
 crd: python
 	@$(PYTHON) -m testenv.crd >/dev/null
 
-# new_venv DIR LOCK: a fresh virtualenv at DIR with exactly LOCK installed. Its own .gitignore keeps
-# git (and so ruff) out of it; pip itself is first brought to the dev lock's version (faster).
-define new_venv
-	rm -rf $(1)
-	$(PYTHON) -m venv $(1)
-	echo '*' > $(1)/.gitignore
-	$(1)/bin/python -m pip install $(PIP_QUIET) --constraint requirements-dev.lock pip
-	$(1)/bin/python -m pip install $(PIP_QUIET) -r $(2)
-	touch $(1)/.installed
-endef
+# Each venv holds exactly its lock and is built once per lock outside the work tree
+# (scripts/venv.sh: $$COSMOS3_VENV_HOME, default ~/.cache/cosmos3-venvs, keyed by the lock's hash
+# and the interpreter); the work tree's .venv, .venv-dev, .venv-stages and policy/venv are links to
+# it. A fresh clone links what is built (seconds); a changed lock builds a new venv from scratch,
+# so none ever holds a package its lock dropped. The dev lock's pip is installed first (faster).
+NEW_VENV := PYTHON=$(PYTHON) bash scripts/venv.sh
 
 # The Pulumi program's environment: the deploy lock and nothing else.
 $(VENV)/.installed: requirements.txt | python
-	rm -rf $(VENV)
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install $(PIP_QUIET) -r requirements.txt
-	touch $@
+	$(NEW_VENV) $(VENV) requirements.txt
 
 venv: $(VENV)/.installed
 
 # Lab, stages, tools and tests.
 $(DEV_VENV)/.installed: requirements-dev.lock | python
-	$(call new_venv,$(DEV_VENV),requirements-dev.lock)
+	$(NEW_VENV) $(DEV_VENV) requirements-dev.lock requirements-dev.lock
 
 dev-venv: $(DEV_VENV)/.installed
 
 # The test stages alone (the pipeline's smoke, perf and report jobs after `pulumi up`).
 $(STAGES_VENV)/.installed: requirements-stages.lock | python
-	$(call new_venv,$(STAGES_VENV),requirements-stages.lock)
+	$(NEW_VENV) $(STAGES_VENV) requirements-stages.lock requirements-dev.lock
 
 stages-venv: $(STAGES_VENV)/.installed
 
@@ -107,15 +98,25 @@ check: $(DEV_VENV)/.installed
 	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS) \
 		--timeout=$(CHECK_TEST_SECONDS)
 
-# Everything, each test once: `make check`, the `slow` tests, then the lab's own environments and
-# the tests that run the lab graph (one at a time: each starts a graph of processes), then the real
-# tier (the engine's tools, one local cluster for the session). pytest's exit status 5 (no test
-# collected) is a failure (tests/conftest.py); so is a test past its time limit (pytest-timeout:
-# pyproject.toml, and tests/conftest.py for the lab and real tiers).
+# Everything, each test once: `make check`, the lab's own environments and the tests that run the
+# lab graph (one at a time: each starts a graph of processes), then the real tier (the engine's
+# tools, one local cluster per worker) with the `slow` tests beside it: the real tier mostly waits
+# on `pulumi` and the API server, so the two together take little longer than it alone. The slow
+# tests' output goes to build/slow-tests.log and is printed once both are done; either failing
+# fails the run. pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is
+# a test past its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and
+# real tiers).
 test: check lab-setup
-	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS)
 	$(DEV_PY) -m pytest -m lab
-	$(MAKE) real
+	@mkdir -p build
+	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
+		>build/slow-tests.log 2>&1 & slow=$$!; \
+	$(MAKE) real; real=$$?; \
+	wait $$slow; slow=$$?; \
+	echo "---- the slow tests, run beside the real tier (build/slow-tests.log) ----"; \
+	cat build/slow-tests.log; \
+	echo "make test: real tier exit status $$real, slow tests $$slow"; \
+	[ $$real -eq 0 ] && [ $$slow -eq 0 ]
 
 # The real tier alone: the pinned `pulumi`, provider and control plane (built by `make engine`),
 # SeaweedFS (the archive's S3 server), the program's and the policy pack's venvs, the lab (its
@@ -166,10 +167,7 @@ render: $(DEV_VENV)/.installed
 
 # The policy pack's own virtualenv, which `pulumi preview --policy-pack policy/analyzer` runs it in.
 $(POLICY_VENV)/.installed: policy/requirements.txt | python
-	rm -rf $(POLICY_VENV)
-	$(PYTHON) -m venv $(POLICY_VENV)
-	$(POLICY_VENV)/bin/python -m pip install $(PIP_QUIET) -r policy/requirements.txt
-	touch $@
+	$(NEW_VENV) $(POLICY_VENV) policy/requirements.txt
 
 policy-venv: $(POLICY_VENV)/.installed
 

@@ -5,8 +5,11 @@
 #                     (the stages' AIPerf: the cluster's perf pod installs the same lock)
 #   .lab/model        a tiny tokenizer model, built offline by lab/tiny_model.py
 # Both venvs are separate from the project's venvs, which this script never touches: Dynamo pins
-# pydantic<=2.13.5 and kubernetes<33, AIPerf pins its own stack. A venv whose stamp matches its lock
-# file is left alone, so a second run takes a second or two. A fresh install says what it is doing
+# pydantic<=2.13.5 and kubernetes<33, AIPerf pins its own stack. Like those (scripts/venv.sh), each
+# venv is built outside the work tree, in $COSMOS3_VENV_HOME (default ~/.cache/cosmos3-venvs) under
+# a name keyed by its lock and the interpreter, and .lab/<name> links to it: a fresh clone links the
+# venvs another clone built, and a venv whose stamp matches its lock is left alone, so a second run
+# takes a second or two. A fresh install says what it is doing
 # every PROGRESS_SECONDS (default 15): each venv, its packages fetched of the lock's, then their
 # install, with the time since it began (about 80 s for all three on 2 idle cores with a warm
 # pip cache; several minutes cold or on a busy host).
@@ -15,6 +18,7 @@ set -euo pipefail
 
 PYTHON="${PYTHON:-python3}"
 LAB_HOME="${LAB_HOME:-.lab}"
+VENV_HOME="${COSMOS3_VENV_HOME:-$HOME/.cache/cosmos3-venvs}"
 LOG_DIR="$LAB_HOME/logs"
 PROGRESS_SECONDS="${PROGRESS_SECONDS:-15}"
 
@@ -47,9 +51,15 @@ stamp_of() {
 # resolution (the lock is the complete set), and compares `pip check` with what is expected.
 install_venv() {
   local name="$1" lock="$2" expected_check="$3"
-  local venv="$LAB_HOME/$name" log="$LOG_DIR/$name.log" stamp
+  local link="$LAB_HOME/$name" log="$LOG_DIR/$name.log" stamp venv lock_fd
   stamp="$(stamp_of "$lock")"
+  venv="$VENV_HOME/lab-$name-$(echo "$stamp" | sha256sum | cut -c1-16)"
+  mkdir -p "$VENV_HOME"
+  exec {lock_fd}>"$venv.lock"
+  flock "$lock_fd"  # another setup building the same venv: wait for it, then use it
   if [[ -f "$venv/.installed" && "$(cat "$venv/.installed")" == "$stamp" ]]; then
+    flock -u "$lock_fd"
+    link_venv "$venv" "$link"
     echo "lab setup: $name is up to date"
     return
   fi
@@ -69,7 +79,19 @@ install_venv() {
     fail "pip check in $venv reports unexpected problems (expected: '$expected_check')"
   fi
   echo "$stamp" >"$venv/.installed"
+  flock -u "$lock_fd"
+  link_venv "$venv" "$link"
   echo "lab setup: $name installed in $(since "$began")"
+}
+
+# link_venv VENV LINK: LINK (in .lab/) points at VENV; a venv an older setup built in .lab/ goes.
+link_venv() {
+  local venv="$1" link="$2"
+  if [[ -d "$link" && ! -L "$link" ]]; then
+    [[ -f "$link/pyvenv.cfg" ]] || fail "$link exists and is no virtualenv; move it away"
+    rm -rf "$link"
+  fi
+  ln -sfn "$venv" "$link"
 }
 
 # watch_pip PID NAME LOG PACKAGES BEGAN: wait for the pip at PID, saying every PROGRESS_SECONDS how

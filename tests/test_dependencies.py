@@ -253,32 +253,53 @@ def test_pulumi_runs_the_program_in_the_deploy_venv() -> None:
     assert project["runtime"]["options"]["virtualenv"] == ".venv" == makefile_variable("VENV")
 
 
-def test_the_makefile_installs_only_requirements_txt_into_the_deploy_venv() -> None:
-    prerequisites, recipe = makefile_rule("$(VENV)/.installed")
-    assert prerequisites == "requirements.txt | python"  # `python`: checks 3.11 first (order only)
-    installs = [line for line in recipe if "pip install" in line]
-    assert installs, recipe
-    for line in installs:
-        arguments = line.split("pip install", 1)[1].split()
-        files = [arguments[i + 1] for i, arg in enumerate(arguments) if arg in ("-r", "-c")]
-        packages = [arg for i, arg in enumerate(arguments) if not arg.startswith(("-", "$("))]
-        assert files == ["requirements.txt"] and "-r" in arguments, line
-        assert set(packages) == {"requirements.txt"}, f"{line}: installs more than the lock"
+VENV_RECIPES = {
+    "$(VENV)": ("requirements.txt", ["$(NEW_VENV) $(VENV) requirements.txt"]),
+    "$(DEV_VENV)": (
+        "requirements-dev.lock",
+        ["$(NEW_VENV) $(DEV_VENV) requirements-dev.lock requirements-dev.lock"],
+    ),
+    "$(STAGES_VENV)": (
+        "requirements-stages.lock",
+        ["$(NEW_VENV) $(STAGES_VENV) requirements-stages.lock requirements-dev.lock"],
+    ),
+    "$(POLICY_VENV)": (
+        "policy/requirements.txt",
+        ["$(NEW_VENV) $(POLICY_VENV) policy/requirements.txt"],
+    ),
+}
+"""Each venv's rule: its lock as the prerequisite, and scripts/venv.sh installing exactly that lock
+(the deploy venv's lock and nothing else: no constraint, so not even another pip)."""
 
 
-def test_only_the_deploy_venv_rule_uses_the_deploy_venv() -> None:
-    """Stages, lab, tools and tests run in .venv-dev: nothing else in the Makefile runs $(PY)."""
-    _, deploy_recipe = makefile_rule("$(VENV)/.installed")
-    text = (ROOT / "Makefile").read_text()
-    uses = [line.strip() for line in text.splitlines() if re.search(r"\$\(PY\)|\.venv/bin", line)]
-    assert uses and set(uses) <= set(deploy_recipe), sorted(set(uses) - set(deploy_recipe))
-
-
-def test_the_dev_venv_installs_the_dev_lock() -> None:
+@pytest.mark.parametrize("venv", VENV_RECIPES)
+def test_each_venv_is_made_from_its_own_lock_by_the_venv_script(venv: str) -> None:
+    lock, expected = VENV_RECIPES[venv]
+    prerequisites, recipe = makefile_rule(f"{venv}/.installed")
+    assert prerequisites == f"{lock} | python"  # `python`: checks 3.11 first (order only)
+    assert recipe == expected
+    assert makefile_variable("NEW_VENV") == "PYTHON=$(PYTHON) bash scripts/venv.sh"
     assert makefile_variable("DEV_VENV") == ".venv-dev"
-    prerequisites, recipe = makefile_rule("$(DEV_VENV)/.installed")
-    assert prerequisites == "requirements-dev.lock | python"
-    assert recipe == ["$(call new_venv,$(DEV_VENV),requirements-dev.lock)"]
+
+
+def test_the_venv_script_installs_the_lock_and_nothing_else() -> None:
+    script = (ROOT / "scripts" / "venv.sh").read_text()
+    installs = [line.strip() for line in script.splitlines() if "pip install" in line]
+    assert installs == [
+        '"$venv/bin/python" -m pip install "${quiet[@]}" --constraint "$pip_constraint" pip',
+        '"$venv/bin/python" -m pip install "${quiet[@]}" -r "$lock"',
+    ]
+
+
+def test_nothing_in_the_makefile_runs_the_deploy_venv() -> None:
+    """Stages, lab, tools and tests run in .venv-dev; the deploy venv is `pulumi`'s alone."""
+    text = (ROOT / "Makefile").read_text()
+    uses = [
+        line.strip()
+        for line in text.splitlines()
+        if re.search(r"\$\(PY\)|\$\(VENV\)/bin|\.venv/bin", line)
+    ]
+    assert uses == []
 
 
 @pytest.mark.slow

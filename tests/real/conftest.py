@@ -20,7 +20,12 @@ from common import REPO_ROOT
 from testenv import cluster as local
 from testenv.engine import Engine, EngineError, cache_home, located
 from testenv.local_stacks import LocalStacks
-from tests.real.support import MIN_FREE_VOLUMES, delete_namespaces, stop_engine_processes
+from tests.real.support import (
+    MIN_FREE_VOLUMES,
+    await_namespaces_gone,
+    delete_namespaces,
+    stop_engine_processes,
+)
 from tests.support import NGC_KEY
 
 
@@ -56,6 +61,15 @@ def stacks(
     if local_cluster.free_volumes() < MIN_FREE_VOLUMES:
         local_cluster.add_volumes(MIN_FREE_VOLUMES)
     created = LocalStacks.create(tmp_path, local_cluster, {"NGC_API_KEY": NGC_KEY})
+    await_namespaces_gone(local_cluster)  # the last test's, deleted while this one set up
     yield created
     stop_engine_processes(engine, created)  # a plugin of a CLI the test killed
-    delete_namespaces(local_cluster)
+    delete_namespaces(local_cluster, wait=False)
+
+
+@pytest.fixture(autouse=True)
+def no_namespace_terminating(request: pytest.FixtureRequest) -> None:
+    """A test without `stacks` (which awaits them itself, later) starts with the namespaces the
+    last test deleted gone too: it may create one of the same name."""
+    if "stacks" not in request.fixturenames and "local_cluster" in request.fixturenames:
+        await_namespaces_gone(request.getfixturevalue("local_cluster"))

@@ -22,9 +22,10 @@ MIN_FREE_VOLUMES = 4
 LAYER_SECRETS = {"ngcApiKey": NGC_KEY}
 
 
-def delete_namespaces(running: local.LocalCluster) -> None:
+def delete_namespaces(running: local.LocalCluster, wait: bool = True) -> None:
     """Every namespace a test made goes (with what it holds), so the next test starts clean; a
-    graph a failed test left held by a finalizer is let go first."""
+    graph a failed test left held by a finalizer is let go first. Without `wait`, the deletion
+    goes on while the next test sets up, which then awaits it (`await_namespaces_gone`)."""
     held = running.kubectl(
         "get", "dgd", "-A", "-o", "jsonpath={range .items[?(@.metadata.finalizers)]}"
         "{.metadata.namespace}/{.metadata.name} {end}",
@@ -36,7 +37,21 @@ def delete_namespaces(running: local.LocalCluster) -> None:
     names = running.kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}").split()
     mine = [name for name in names if name not in SYSTEM_NAMESPACES]
     if mine:
-        running.kubectl("delete", "namespace", "--wait=true", "--timeout=60s", *mine)
+        running.kubectl(
+            "delete", "namespace", f"--wait={str(wait).lower()}", "--timeout=60s", *mine
+        )
+
+
+def await_namespaces_gone(running: local.LocalCluster) -> None:
+    """The namespaces a test deleted without waiting are gone. Each deletion takes the namespace
+    controller at least 5 s, a fixed grace period (`namespaceDeletionGracePeriod`, no flag), which
+    the next test's set-up overlaps; a test creating a namespace that is still terminating fails."""
+
+    def gone() -> bool:
+        names = running.kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}")
+        return set(names.split()) <= SYSTEM_NAMESPACES
+
+    wait_until(gone, "the namespaces the last test deleted are gone", seconds=90)
 
 
 @contextmanager

@@ -38,7 +38,7 @@ from tests.components.test_config_properties import (
 )
 from tests.components.test_settings import LEGAL_EDGES
 from tests.guardrails.support import Manifest, one_of_kind, rendered
-from tests.real.support import delete_namespaces
+from tests.real.support import await_namespaces_gone, delete_namespaces
 from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN
@@ -63,6 +63,7 @@ Judge = Callable[[list[Manifest]], list[Violation]]
 def judge(local_cluster: local.LocalCluster) -> Iterator[Judge]:
     # The namespaces made for the objects stay until the module ends: deleting one takes the
     # namespace controller seconds, which a next dry run in it would wait for.
+    await_namespaces_gone(local_cluster)  # made before the autouse fixture's wait
     yield lambda objects: dry_run_violations(objects, local_cluster.kubeconfig, True)
     delete_namespaces(local_cluster)
 
