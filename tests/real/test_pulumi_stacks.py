@@ -184,20 +184,30 @@ def test_a_destroy_that_meets_a_lock_is_retried(
         wait_until(
             lambda: exists(local_cluster, GRAPH, NAMESPACE), "the graph is created, then awaited"
         )
-        # The update holds the stack's lock while it waits; end it a few seconds into the destroy.
-        ender = _after(4.0, lambda: holder.send_signal(signal.SIGINT))
+        # The update holds the stack's lock while it waits; it ends once the destroy met the lock
+        # (or after 120 s, when the destroy never said so, which fails the test below).
+        retrying = "locked by an update still ending; trying again"
+        ender = _once(
+            lambda: any(retrying in line for line in said), holder.send_signal, signal.SIGINT
+        )
         pulumi_stacks.destroy("round-robin")
         ender.join()
         holder.wait(timeout=60)
 
-    assert any("locked by an update still ending; trying again" in line for line in said)
+    assert any(retrying in line for line in said)
     assert not exists(local_cluster, GRAPH, NAMESPACE)
 
 
-def _after(seconds: float, action: Callable[[], object]) -> threading.Thread:
+def _once(
+    condition: Callable[[], bool], action: Callable[..., object], *args: object
+) -> threading.Thread:
+    """`action(*args)` in a thread, as soon as `condition()` holds or after 120 s."""
+
     def later() -> None:
-        time.sleep(seconds)
-        action()
+        deadline = time.monotonic() + 120
+        while not condition() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        action(*args)
 
     thread = threading.Thread(target=later, daemon=True)
     thread.start()
