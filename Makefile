@@ -123,13 +123,14 @@ test: check lab-setup
 # controller runs deployed graphs), then every test marked `real`, in a network namespace of its
 # own (testenv/netns.py: only loopback, so nothing it starts is reachable and it can reach nothing
 # beyond this machine), the slowest tests listed at the end. It never skips. REAL_WORKERS pytest
-# workers share it out by test file, each with a local cluster and an S3 server of its own: most
-# of a real test is waiting on `pulumi` and the API server, so on 2 cores one worker took 35 min 25
-# s (195 tests, 2026-12-04); two 19 min 15 s, three 14 min 1 s, four 12 min 7 s (251 tests,
-# 2026-12-05).
+# workers share it out test by test (a module whose fixtures span its tests stays on one worker:
+# `xdist_group`), each with a local cluster and an S3 server of its own: most of a real test is
+# waiting on `pulumi` and the API server, so on 2 cores one worker took 35 min 25 s (195 tests,
+# 2026-12-04); shared by file, two 19 min 15 s, three 14 min 1 s, four 12 min 7 s (251 tests,
+# 2026-12-05), where the file of day-two tests alone kept one worker busy to the end.
 real: crd engine s3-server $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15 \
-		-n $(REAL_WORKERS) --dist loadfile
+		-n $(REAL_WORKERS) --dist loadgroup
 
 # The engine from the Go module proxy, into a cache outside the work tree keyed by the versions
 # ($$COSMOS3_ENGINE_HOME, default ~/.cache/cosmos3-engine): about 25 min cold on 2 cores, seconds

@@ -34,6 +34,10 @@ from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.real.support import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
 
+# `make real` shares tests out one by one (--dist loadgroup); this module's tests stay together:
+# its cluster and controller are set up once, on one worker.
+pytestmark = pytest.mark.xdist_group("test_lab_controller")
+
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-session-affinity"
 FRONTEND_ARGS = "/spec/components/0/podTemplate/spec/containers/0/args"

@@ -48,6 +48,10 @@ from tools.dry_run import dry_run_violations
 from tools.stack_files import cli_value, qualified
 from tools.violations import API_SERVER, Violation
 
+# `make real` shares tests out one by one (--dist loadgroup); this module's tests stay together:
+# its namespaces stay until its last test, on one worker.
+pytestmark = pytest.mark.xdist_group("test_server_validation")
+
 DGD = "DynamoGraphDeployment"
 WORKER = "spec.components[1]"
 WORKER_MAIN = f"{WORKER}.podTemplate.spec.containers[0]"
