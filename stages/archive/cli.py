@@ -31,25 +31,23 @@ from common.parsers import CommandParser, add_subcommands
 from common.terminal import visible
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
-from stages.archive.push import archive_plan, archive_run, resume_run
-from stages.archive.records import (
-    DEFAULT_PREFIX,
-    SEGMENT_PATTERN,
+from stages.archive import (
+    DEFAULT_MIN_AGE,
     ArchiveError,
     ArchiveLocation,
     RunRecord,
     Stage,
-    validation_summary,
-)
-from stages.archive.runs import (
-    DEFAULT_MIN_AGE,
+    archive_plan,
+    archive_run,
     clean_incomplete_run,
     download_record,
     fetch_record,
     latest_run,
     list_incomplete_runs,
     list_runs,
+    resume_run,
 )
+from stages.archive.records import DEFAULT_PREFIX, SEGMENT_PATTERN, validation_summary
 from stages.errors import EXIT_USAGE
 
 PROG = "python -m stages archive"
@@ -124,27 +122,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the archive's subcommands to `parser` (its own or `python -m stages archive`)."""
     store = _store_options()
     commands = add_subcommands(parser, dest="archive_command", required=True)
-    for name, summary, add_arguments in [
-        ("push", "store a stage's result directory as a new run", _add_push_arguments),
-        ("list", "list the complete runs, oldest first", _add_list_arguments),
-        ("pull", "download one run into an empty directory", _add_pull_arguments),
-        ("incomplete", "list runs that have objects but no manifest", _add_incomplete_arguments),
-        ("clean", "delete the objects of one incomplete run", _add_clean_arguments),
+    for handler, summary, add_arguments in [
+        (_push, "store a stage's result directory as a new run", _add_push_arguments),
+        (_list, "list the complete runs, oldest first", _add_list_arguments),
+        (_pull, "download one run into an empty directory", _add_pull_arguments),
+        (_incomplete, "list runs that have objects but no manifest", _add_incomplete_arguments),
+        (_clean, "delete the objects of one incomplete run", _add_clean_arguments),
     ]:
-        add_arguments(commands.add_parser(name, parents=[store], help=summary, description=summary))
+        name = handler.__name__.lstrip("_")
+        command = commands.add_parser(name, parents=[store], help=summary, description=summary)
+        add_arguments(command)
+        command.set_defaults(archive_handler=handler)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute parsed arguments; any refusal or failure is one line on stderr, never a trace."""
-    handlers = {
-        "push": _push,
-        "list": _list,
-        "pull": _pull,
-        "incomplete": _incomplete,
-        "clean": _clean,
-    }
     try:
-        handlers[args.archive_command](args)
+        args.archive_handler(args)
     except ArchiveError as error:
         return _failed(args, error, error.exit_status)
     except (OutputsError, OutputFolderError, ValidationError) as error:
@@ -285,13 +279,7 @@ def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
 
 def _location(args: argparse.Namespace) -> ArchiveLocation:
     return archive_location(
-        {},
-        bucket=args.bucket,
-        prefix=args.prefix,
-        endpoint_url=args.endpoint_url,
-        region=args.region,
-        aws_profile=args.aws_profile,
-        path_style=args.path_style,
+        {}, **{field: getattr(args, field) for field in ArchiveLocation.model_fields}
     )
 
 
