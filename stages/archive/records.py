@@ -204,20 +204,12 @@ class ArchiveLocation(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    bucket: str = Field(min_length=3, max_length=63)
-    """Checked against S3's naming rules (`stages.archive.cli.bucket_name_problem`) when it
-    comes from an option."""
+    bucket: str = Field(min_length=3, max_length=63)  # S3's rules: cli.archive_location
     prefix: str = DEFAULT_PREFIX
-    endpoint_url: str | None = Field(
-        default=None,
-        description="None: boto3 reads AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL.",
-    )
+    endpoint_url: str | None = None  # None: boto3 reads AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL
     region: str | None = None
     aws_profile: str | None = None
-    path_style: bool = Field(
-        default=False,
-        description="Path-style addressing, for stores without bucket DNS names.",
-    )
+    path_style: bool = False  # path-style addressing, for stores without bucket DNS names
 
     @field_validator("prefix")
     @classmethod
