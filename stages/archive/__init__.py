@@ -151,13 +151,9 @@ def archive_run(directory: Path, record: RunRecord, location: ArchiveLocation) -
 
 
 def resume_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> PushOutcome:
-    """Finish an interrupted push of the same run from the same directory.
-
-    Files already stored are kept if they are exactly the local ones (size and sha256) and the
-    missing ones uploaded, still with If-None-Match; any stored file that differs, or that the
-    directory no longer has, is a conflict found before anything is uploaded. The manifest is
-    written last. A run that is already complete with the same files is left as it is.
-    """
+    """Finish an interrupted push of the same run from the same directory: stored files that
+    are exactly the local ones kept, the rest uploaded, then the manifest; any other stored file
+    is a conflict found before any upload. A complete run with the same files stays as it is."""
     return _push(directory, record, location, resume=True)
 
 
@@ -222,12 +218,9 @@ def list_runs(
     stage: Stage | str | None = None,
     warn: Warn = warn_on_stderr,
 ) -> list[RunRecord]:
-    """Complete runs, oldest first; optionally of one stack, profile and/or stage.
-
-    An object at a manifest's key that is not that run's manifest (not JSON, not a RunRecord,
-    another run's record, or gone while listing) is skipped with a warning naming its key and
-    why: one bad object never hides the good runs.
-    """
+    """Complete runs, oldest first; optionally of one stack, profile and/or stage. An object at
+    a manifest's key that is not that run's manifest (not JSON, not a RunRecord, another run's
+    record, gone while listing) is skipped, warning why: it never hides the good runs."""
     bucket = open_bucket(location)
     runs = []
     for key in bucket.keys(location.search_prefix(stack, str(profile) if profile else None)):
@@ -305,11 +298,8 @@ def read_record(bucket: Store, key: str) -> RunRecord:
 
 
 def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path) -> Path:
-    """Download the files a record lists, checked against its sizes and sha256 digests.
-
-    Nothing is written unless every file matches, so a failed download leaves `dest_dir` as it
-    was (it must be new or empty).
-    """
+    """Download the files a record lists into `dest_dir` (new or empty), written only once every
+    file matches the record's size and sha256: a failed download leaves it as it was."""
     if dest_dir.exists() and any(dest_dir.iterdir()):
         raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
     # The record's files fit in one folder: no name twice, none both a file and a folder.
