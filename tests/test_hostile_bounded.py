@@ -22,8 +22,8 @@ from common import REPO_ROOT
 from components.routing import RoutingProfile
 from lab import __main__ as lab_cli
 from stages import cli as stages_cli
+from stages.archive import read_record
 from stages.archive.records import ArchiveLocation, CorruptManifestError, UnusableStoredFile
-from stages.archive.runs import read_record
 from stages.archive.stores import open_bucket
 from testenv.cluster import OWNER_MARK
 from testenv.cluster import __main__ as cluster_cli

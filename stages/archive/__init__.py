@@ -1,110 +1,401 @@
-"""Archive: stage results in S3 (or any S3-compatible store), keyed by run, never overwritten.
+"""Archive: stage results in S3 (or a local directory), keyed by run, never overwritten.
 
-Key layout (one stage of one run; every name is a single path segment):
+docs/archive.md holds the contract: the key layout, the manifest, conditional writes, the secret
+scan, resume / incomplete / clean, where the store is and who you are. This package is the
+archive's one entry point: push a result directory (`archive_run`, `resume_run`), read runs back
+(`list_runs`, `latest_run`, `fetch_record`, `download_record`) and find or delete what an
+interrupted push left (`list_incomplete_runs`, `clean_incomplete_run`). Beside it: records (the
+run, its errors and keys), stores (S3, a local directory), report_inputs (a report from archived
+runs) and cli (`python -m stages archive`).
 
-    <prefix>/<stack>/<profile>/<run-id>/<stage>/files/<relative path>   each file of the result dir
-    <prefix>/<stack>/<profile>/<run-id>/<stage>/manifest.json            the RunRecord, written last
+Before anything is pushed, every file is described (size, sha256) and scanned for obvious secrets:
+a hit names the file and the kind of secret, never the value, and refuses the whole run. Files go
+first and the manifest last, so a run is listed only once it is whole; a pull writes nothing
+until every file matches the manifest's sizes and digests.
 
-- prefix: `cosmos3-nano-reasoner` unless set (may itself contain `/`);
-- stack: the Pulumi stack's short name (`round-robin`, `session-affinity`, `dev`, ...);
-- profile: the routing profile of the stack outputs the stage ran against;
-- run id: sortable, `YYYYMMDDTHHMMSSZ-<short commit>` unless given, so one pipeline run can store
-  its smoke and its perf stage under the same id;
-- stage: `smoke`, `perf` or `report`.
-
-`manifest.json` (a `RunRecord`) names the stack, profile, run id, stage, UTC time, git commit, the
-stack outputs the stage ran against and every stored file with its size and sha256. It is written
-after all files, and only manifests make runs: a run without one is incomplete, never listed.
-Listing skips, with a warning on stderr naming the key and why, any object at a manifest's key
-that is not that run's manifest (not JSON, not a RunRecord, another run's record); `pull --run-id`
-of such a run fails with the same reason. Downloading writes the files back under the names they
-were pushed with, checked against the manifest's sizes and digests first.
-
-Never an overwrite: every object is written with `If-None-Match: *` (an S3 conditional write), so
-the store itself refuses to replace a key (412) and two concurrent pushes cannot both win; a
-refusal is an `ArchiveConflictError` naming the key. A run whose manifest exists is refused
-before anything is uploaded. (This needs a store that honours conditional writes: AWS S3, MinIO
-and SeaweedFS do.) Each file is uploaded with a sha256 checksum the store verifies and keeps.
-
-Interrupted pushes (files stored, no manifest) are finished or removed, never overwritten:
-- `archive push --resume` with the same stack, outputs, stage, run id and directory keeps every
-  stored file whose size and sha256 match the local file (the store's checksum, or the bytes
-  when it kept none), uploads the missing ones, then the manifest (whose time is that of the
-  resume). A stored file that differs, or that the directory no longer has, is a conflict found
-  before anything is uploaded. Resuming a run already complete with the same files does nothing.
-- `archive incomplete` lists the runs that have objects but no manifest; `archive clean` deletes
-  the objects of one of them. It refuses a run whose manifest exists (complete runs are never
-  deleted by it, even with a corrupt manifest) and, unless `--older-than 0`, one written to in
-  the last 10 minutes, whose push may still be running.
-
-Where the store is and who you are: the bucket and prefix are arguments. The endpoint is the
-argument or, as boto3 does on its own, `AWS_ENDPOINT_URL_S3` / `AWS_ENDPOINT_URL` / the profile's
-config; the region and the credentials come only from the standard AWS chain (environment, shared
-config and credentials files, `AWS_PROFILE`, instance roles). No credential is ever a parameter
-here, and none appears in a message.
-
-Secrets: the manifest holds the stack outputs (secret-free by contract) and nothing from the
-environment. Before uploading, every file is scanned for obvious secrets (private keys, AWS access
-key ids, NGC API keys, the value of any secret-named environment variable); a hit refuses the whole
-run, naming the file and the kind of secret, never the value.
-
-Modules: records (RunRecord, the errors, and the location and keys of a run), stores (the S3
-bucket, a local directory in its place, the protocol both keep and the choice between them), push
-(the secret scan of local files, then the push and its resume), runs (listing, latest, fetch,
-download, incomplete runs and clean), report_inputs (a report from archived runs), cli
-(`python -m stages archive`, its one entry point).
+Over 300 lines: one run's way into the store and back out, the writer and the readers sharing
+the manifest's reading, the secret scan and the keys of `RunPlace`.
 """
 
-from stages.archive.push import PushOutcome, archive_plan, archive_run, find_secret, resume_run
-from stages.archive.records import (
-    DEFAULT_PREFIX,
-    ArchiveConflictError,
-    ArchivedFile,
-    ArchiveError,
-    ArchiveLocation,
-    CorruptManifestError,
-    RunNotFoundError,
-    RunPlace,
-    RunRecord,
-    Stage,
-    current_commit,
-    new_run_id,
+from __future__ import annotations
+
+import os
+import sys
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path, PurePosixPath
+
+from pydantic import ValidationError
+
+from common.confined_paths import OutputFolderError, write_inside
+from common.credentials import (
+    credential_kind,
+    credential_kind_in_bytes,
+    is_secret_env_name,
+    masked_document,
 )
-from stages.archive.runs import (
-    IncompleteRun,
-    clean_incomplete_run,
-    download_record,
-    download_run,
-    fetch_record,
-    latest_run,
-    list_incomplete_runs,
-    list_runs,
+from common.input_files import MAX_INPUT_BYTES, InputFileError, read_bytes
+from common.output_folders import OWNERSHIP_FILES
+from components.routing import RoutingProfile
+from stages.archive.records import DEFAULT_PREFIX as DEFAULT_PREFIX
+from stages.archive.records import ArchiveConflictError as ArchiveConflictError
+from stages.archive.records import ArchivedFile as ArchivedFile
+from stages.archive.records import ArchiveError as ArchiveError
+from stages.archive.records import ArchiveLocation as ArchiveLocation
+from stages.archive.records import CorruptManifestError as CorruptManifestError
+from stages.archive.records import RunNotFoundError as RunNotFoundError
+from stages.archive.records import RunPlace as RunPlace
+from stages.archive.records import RunRecord as RunRecord
+from stages.archive.records import Stage as Stage
+from stages.archive.records import UnusableStoredFile, describe, validation_summary
+from stages.archive.records import current_commit as current_commit
+from stages.archive.records import new_run_id as new_run_id
+from stages.archive.stores import Store, StoredObject, open_bucket
+
+_MIN_SECRET_LENGTH = 8  # shorter values match too much ordinary text to mean anything
+MAX_MANIFEST_BYTES = 16 * 2**20  # a manifest of 10,000 files is about 1.5 MiB
+DEFAULT_MIN_AGE = timedelta(minutes=10)
+INTERRUPTED_ADVICE = (
+    "If an earlier push of this run was interrupted, finish it with `archive push --resume` "
+    "(same arguments and run id) or delete it with `archive clean`; otherwise push with a new "
+    "run id."
+)
+CHANGED_ADVICE = (
+    "Push with a new run id, or delete the incomplete run with `archive clean` and push again."
 )
 
-__all__ = [
-    "DEFAULT_PREFIX",
-    "ArchiveConflictError",
-    "ArchiveError",
-    "ArchiveLocation",
-    "ArchivedFile",
-    "CorruptManifestError",
-    "IncompleteRun",
-    "PushOutcome",
-    "RunNotFoundError",
-    "RunPlace",
-    "RunRecord",
-    "Stage",
-    "archive_plan",
-    "archive_run",
-    "clean_incomplete_run",
-    "current_commit",
-    "download_record",
-    "download_run",
-    "fetch_record",
-    "find_secret",
-    "latest_run",
-    "list_incomplete_runs",
-    "list_runs",
-    "new_run_id",
-    "resume_run",
-]
+CheckedFile = tuple[ArchivedFile, Path]
+Warn = Callable[[str], None]
+
+
+def warn_on_stderr(message: str) -> None:
+    print(f"archive: warning: {message}", file=sys.stderr)
+
+
+def find_secret(data: bytes) -> str | None:
+    """What kind of obvious secret `data` contains (never the secret itself), or None."""
+    kind = credential_kind_in_bytes(data)  # by shape: common.credentials
+    if kind:
+        return kind
+    for name, value in os.environ.items():
+        secret_named = is_secret_env_name(name)  # the masker's rule: PGPASSWORD, DB_PASS, NGC_KEY
+        if secret_named and len(value) >= _MIN_SECRET_LENGTH and value.encode() in data:
+            return f"the value of ${name}"
+    return None
+
+
+def checked_files(directory: Path) -> list[CheckedFile]:
+    """Every regular file below `directory`, described and free of secrets, sorted by name."""
+    if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
+        raise ArchiveError(f"result directory {directory} {what}")
+    files = sorted(
+        (path.relative_to(directory).as_posix(), path)
+        for path in directory.rglob("*")
+        if path.is_file() and path.name not in OWNERSHIP_FILES
+    )
+    if not files:
+        raise ArchiveError(f"result directory {directory} holds no files: nothing to archive")
+    checked = []
+    for name, path in files:
+        if credential_kind(name):  # a file's name becomes part of its key
+            raise ArchiveError(
+                f"a file name below {directory} holds {credential_kind(name)}: refusing to "
+                "archive the run; rename it (secrets belong in the environment or Pulumi config)"
+            )
+        data = _result_bytes(path)
+        secret = find_secret(data)
+        if secret:
+            raise ArchiveError(
+                f"{path} contains {secret}: refusing to archive the run; remove it from the "
+                "results (secrets belong in the environment or Pulumi config, never in results)"
+            )
+        checked.append((describe(name, data), path))
+    return checked
+
+
+def _result_bytes(path: Path) -> bytes:
+    """A result file, at most MAX_INPUT_BYTES of it (one swapped for a FIFO since it was listed
+    is refused, not waited on)."""
+    try:
+        return read_bytes(path, "result file", MAX_INPUT_BYTES)
+    except InputFileError as error:
+        raise ArchiveError(f"{error}: refusing to archive the run") from None
+
+
+@dataclass(frozen=True)
+class PushOutcome:
+    """What a push did: the stored record, files uploaded now and files kept."""
+
+    record: RunRecord
+    uploaded: int
+    kept: int
+    already_complete: bool = False
+
+
+def archive_plan(directory: Path, record: RunRecord, location: ArchiveLocation) -> list[str]:
+    """The keys `archive_run` would write, manifest last, after the same secret scan; touches
+    no store (`archive push --dry-run`)."""
+    place = RunPlace.of(record)
+    files = [place.file_key(location, entry.name) for entry, _ in checked_files(directory)]
+    return [*files, place.manifest_key(location)]
+
+
+def archive_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> RunRecord:
+    """Upload every file below `directory` as one stage of one run, then its manifest; returns
+    the record as stored (with the file list). Any key of the run that exists already is an
+    ArchiveConflictError; secrets in the files or an unusable store, an ArchiveError."""
+    return _push(directory, record, location, resume=False).record
+
+
+def resume_run(directory: Path, record: RunRecord, location: ArchiveLocation) -> PushOutcome:
+    """Finish an interrupted push of the same run from the same directory: stored files that
+    are exactly the local ones kept, the rest uploaded, then the manifest; any other stored file
+    is a conflict found before any upload. A complete run with the same files stays as it is."""
+    return _push(directory, record, location, resume=True)
+
+
+def _push(
+    directory: Path, record: RunRecord, location: ArchiveLocation, resume: bool
+) -> PushOutcome:
+    checked = checked_files(directory)
+    stored = record.model_copy(update={"files": tuple(entry for entry, _ in checked)})
+    bucket = open_bucket(location)
+    place = RunPlace.of(stored)
+    manifest_key = place.manifest_key(location)
+    if bucket.exists(manifest_key):
+        if not resume:
+            raise bucket.conflict(manifest_key)
+        complete = read_record(bucket, manifest_key)
+        if complete.files != stored.files:
+            advice = f"The run is complete, with other files than {directory}: use a new run id."
+            raise bucket.conflict(manifest_key, advice)
+        return PushOutcome(complete, uploaded=0, kept=len(checked), already_complete=True)
+    missing = _not_yet_stored(bucket, place, checked, directory) if resume else checked
+    for entry, path in missing:
+        data = _result_bytes(path)
+        if describe(entry.name, data) != entry:
+            raise ArchiveError(f"{path} changed while it was being archived: archive it again")
+        bucket.put_new(place.file_key(location, entry.name), data, INTERRUPTED_ADVICE)
+    # The manifest last: listing looks only at manifests, so no run is seen before its files.
+    bucket.put_new(manifest_key, masked_document(stored.model_dump_json(indent=2).encode()))
+    return PushOutcome(stored, uploaded=len(missing), kept=len(checked) - len(missing))
+
+
+def _not_yet_stored(
+    bucket: Store, place: RunPlace, checked: list[CheckedFile], directory: Path
+) -> list[CheckedFile]:
+    """The local files no earlier push stored; every stored one must be exactly a local file."""
+    location = bucket.location
+    stored_sizes = {item.key: item.size for item in bucket.objects(place.files_prefix(location))}
+    local_keys = {place.file_key(location, entry.name) for entry, _ in checked}
+    strangers = sorted(stored_sizes.keys() - local_keys)
+    if strangers:
+        more = f" (and {len(strangers) - 1} more)" if len(strangers) > 1 else ""
+        raise ArchiveConflictError(
+            f"{bucket.url(strangers[0])}{more} is stored for this run but not in {directory}: "
+            f"the directory changed since the interrupted push. {CHANGED_ADVICE}"
+        )
+    missing = []
+    for entry, path in checked:
+        key = place.file_key(location, entry.name)
+        if key not in stored_sizes:
+            missing.append((entry, path))
+        elif stored_sizes[key] != entry.size or bucket.sha256(key) != entry.sha256:
+            raise ArchiveConflictError(
+                f"{bucket.url(key)} differs from {path} (size or sha256): the archive never "
+                f"overwrites a result. {CHANGED_ADVICE}"
+            )
+    return missing
+
+
+def list_runs(
+    location: ArchiveLocation,
+    stack: str | None = None,
+    profile: RoutingProfile | str | None = None,
+    stage: Stage | str | None = None,
+    warn: Warn = warn_on_stderr,
+) -> list[RunRecord]:
+    """Complete runs, oldest first; optionally of one stack, profile and/or stage. An object at
+    a manifest's key that is not that run's manifest (not JSON, not a RunRecord, another run's
+    record, gone while listing) is skipped, warning why: it never hides the good runs."""
+    bucket = open_bucket(location)
+    runs = []
+    for key in bucket.keys(location.search_prefix(stack, str(profile) if profile else None)):
+        place = RunPlace.of_key(location, key)
+        if place is None or key != place.manifest_key(location):
+            continue  # a stored file, not a manifest
+        try:
+            record = read_record(bucket, key)
+        except (CorruptManifestError, RunNotFoundError) as error:
+            warn(f"skipped {error}")
+            continue
+        if (profile is None or record.profile == profile) and stage in (None, record.stage):
+            runs.append(record)
+    return sorted(runs, key=lambda record: (record.created_at, record.run_id, record.stage))
+
+
+def latest_run(
+    location: ArchiveLocation,
+    stack: str | None = None,
+    profile: RoutingProfile | str | None = None,
+    stage: Stage | str = Stage.PERF,
+    warn: Warn = warn_on_stderr,
+) -> RunRecord:
+    """The newest complete run of a stage (perf unless said), optionally of one stack/profile."""
+    runs = list_runs(location, stack=stack, profile=profile, stage=stage, warn=warn)
+    if not runs:
+        which = " ".join(
+            f"{name}={value}" for name, value in [("stack", stack), ("profile", profile)] if value
+        )
+        raise RunNotFoundError(
+            f"no archived {stage} run ({which or 'any stack or profile'}) in "
+            f"s3://{location.bucket}/{location.prefix}: push one with `archive push`"
+        )
+    return runs[-1]
+
+
+def fetch_record(
+    location: ArchiveLocation,
+    stack: str,
+    profile: RoutingProfile | str,
+    run_id: str,
+    stage: Stage | str = Stage.PERF,
+) -> RunRecord:
+    """The manifest of one archived run; a corrupt one is a CorruptManifestError naming it."""
+    bucket = open_bucket(location)
+    key = RunPlace.checked(stack, str(profile), run_id, str(stage)).manifest_key(location)
+    try:
+        return read_record(bucket, key)
+    except RunNotFoundError:
+        raise RunNotFoundError(
+            f"no complete {stage} run {run_id!r} of {stack}/{profile} at {bucket.url(key)} "
+            f"({bucket.endpoint}): `archive list` shows the archived runs"
+        ) from None
+
+
+def read_record(bucket: Store, key: str) -> RunRecord:
+    """The manifest at `key`, which must be a valid RunRecord of the run its key names."""
+
+    def corrupt(reason: str) -> CorruptManifestError:
+        return CorruptManifestError(f"{bucket.url(key)} is not a valid run manifest: {reason}")
+
+    try:
+        data = bucket.read(key, max_size=MAX_MANIFEST_BYTES)
+    except UnusableStoredFile as error:
+        raise corrupt(str(error)) from None
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise corrupt(f"larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
+    try:
+        record = RunRecord.model_validate_json(data)
+    except ValidationError as error:
+        raise corrupt(validation_summary(error)) from None
+    if RunPlace.of(record).manifest_key(bucket.location) != key:
+        raise corrupt(f"it describes another run ({record.describe()})")
+    return record
+
+
+def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path) -> Path:
+    """Download the files a record lists into `dest_dir` (new or empty), written only once every
+    file matches the record's size and sha256: a failed download leaves it as it was."""
+    if dest_dir.exists() and any(dest_dir.iterdir()):
+        raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
+    # The record's files fit in one folder: no name twice, none both a file and a folder.
+    names = Counter(entry.name for entry in record.files)
+    folders = {str(parent) for name in names for parent in PurePosixPath(name).parents}
+    clash = sorted({name for name, count in names.items() if count > 1} | (names.keys() & folders))
+    if clash:
+        raise CorruptManifestError(
+            f"the manifest of {record.describe()} lists {clash[0]!r} twice, or as a file and a "
+            "folder: nothing was downloaded"
+        )
+    bucket, place = open_bucket(location), RunPlace.of(record)
+    contents = []
+    for entry in record.files:
+        key = place.file_key(location, entry.name)
+        data = bucket.read(key)
+        if describe(entry.name, data) != entry:
+            raise ArchiveError(
+                f"{bucket.url(key)} does not match its manifest (size or sha256): the archive "
+                "was changed behind its back"
+            )
+        contents.append((entry.name, data))
+    dest_dir.mkdir(parents=True, exist_ok=True)
+    for name, data in contents:
+        try:  # each name checked again on the way: nothing through a link, nothing outside
+            write_inside(dest_dir, name, data)
+        except OutputFolderError as error:
+            raise ArchiveError(f"pull stopped: {error}") from None
+    return dest_dir
+
+
+@dataclass(frozen=True)
+class IncompleteRun:
+    """A run's objects without its manifest: what an interrupted push leaves."""
+
+    place: RunPlace
+    objects: int
+    size: int
+    last_written: datetime
+
+
+def list_incomplete_runs(
+    location: ArchiveLocation, stack: str | None = None
+) -> list[IncompleteRun]:
+    """Every run (optionally of one stack) that has objects but no manifest, in key order."""
+    runs: dict[RunPlace, list[StoredObject]] = {}
+    for stored in open_bucket(location).objects(location.search_prefix(stack)):
+        place = RunPlace.of_key(location, stored.key)
+        if place is not None:
+            runs.setdefault(place, []).append(stored)
+    return [
+        IncompleteRun(place, len(objects), sum(o.size for o in objects), _last_written(objects))
+        for place, objects in runs.items()
+        if all(stored.key != place.manifest_key(location) for stored in objects)
+    ]
+
+
+def clean_incomplete_run(
+    location: ArchiveLocation,
+    stack: str,
+    profile: str,
+    run_id: str,
+    stage: str,
+    *,
+    min_age: timedelta = DEFAULT_MIN_AGE,
+    dry_run: bool = False,
+) -> list[str]:
+    """Delete the objects of one incomplete run (all of them, or none on a refusal); returns
+    their keys. With `dry_run`, deletes nothing."""
+    place = RunPlace.checked(stack, str(profile), run_id, str(stage))
+    bucket = open_bucket(location)
+    objects = list(bucket.objects(place.prefix(location)))
+    manifest = place.manifest_key(location)
+    if any(stored.key == manifest for stored in objects):
+        raise ArchiveError(
+            f"run {place.describe()} is complete ({bucket.url(manifest)} exists): `archive clean` "
+            "deletes only incomplete runs, never an archived one"
+        )
+    if not objects:
+        raise RunNotFoundError(
+            f"nothing is stored under {bucket.url(place.prefix(location))} at {bucket.endpoint}: "
+            "`archive incomplete` lists the incomplete runs"
+        )
+    # A push that is still running looks like an incomplete run: leave young runs alone.
+    age = datetime.now(UTC) - _last_written(objects)
+    if age < min_age:
+        raise ArchiveError(
+            f"run {place.describe()} was written to {age.total_seconds() / 60:.1f} minutes ago, "
+            f"less than {min_age.total_seconds() / 60:g}: its push may still be running. Wait, "
+            "or pass --older-than 0 if it is not"
+        )
+    keys = [stored.key for stored in objects]
+    if not dry_run:
+        bucket.delete(keys)
+    return keys
+
+
+def _last_written(objects: list[StoredObject]) -> datetime:
+    return max(stored.last_modified for stored in objects)

@@ -20,7 +20,8 @@ import argparse
 import re
 import sys
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from contextlib import suppress
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from pydantic import ValidationError
@@ -31,25 +32,24 @@ from common.parsers import CommandParser, add_subcommands
 from common.terminal import visible
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
-from stages.archive.push import archive_plan, archive_run, resume_run
-from stages.archive.records import (
-    DEFAULT_PREFIX,
-    SEGMENT_PATTERN,
+from stages.archive import (
+    DEFAULT_MIN_AGE,
     ArchiveError,
     ArchiveLocation,
+    RunPlace,
     RunRecord,
     Stage,
-    validation_summary,
-)
-from stages.archive.runs import (
-    DEFAULT_MIN_AGE,
+    archive_plan,
+    archive_run,
     clean_incomplete_run,
     download_record,
     fetch_record,
     latest_run,
     list_incomplete_runs,
     list_runs,
+    resume_run,
 )
+from stages.archive.records import DEFAULT_PREFIX, SEGMENT_PATTERN, validation_summary
 from stages.errors import EXIT_USAGE
 
 PROG = "python -m stages archive"
@@ -75,28 +75,22 @@ _RESERVED_PREFIXES = ("xn--", "sthree-", "amzn-s3-demo-")
 _RESERVED_SUFFIXES = ("-s3alias", "--ol-s3", ".mrap", "--x-s3", "--table-s3")
 
 
-def bucket_name_problem(name: str) -> str | None:
-    """What S3 refuses of a general purpose bucket's name (`BUCKET_RULES`), None for a name it
-    takes: checked before any request, so a typo is the option's error, not a store's 400."""
-    if (
-        not BUCKET_NAME.fullmatch(name)
-        or ".." in name
-        or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", name)
-        or name.startswith(_RESERVED_PREFIXES)
-        or name.endswith(_RESERVED_SUFFIXES)
-    ):
-        return BUCKET_RULES
-    return None
-
-
 def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLocation:
     """The location the options give, or an ArchiveUsageError (exit status 2) naming the option
     of each refused value (`options`: field -> option, else `--<field>`); it never shows an
     endpoint (a URL may carry credentials)."""
     named = {f: f"--{f.replace('_', '-')}" for f in ArchiveLocation.model_fields} | dict(options)
-    problem = bucket_name_problem(str(fields.get("bucket")))
-    if problem:
-        raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: {problem}")
+    bucket = str(fields.get("bucket"))
+    # S3's rules for a general purpose bucket, checked before any request: a typo is the
+    # option's error, not a store's 400.
+    if (
+        not BUCKET_NAME.fullmatch(bucket)
+        or ".." in bucket
+        or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", bucket)
+        or bucket.startswith(_RESERVED_PREFIXES)
+        or bucket.endswith(_RESERVED_SUFFIXES)
+    ):
+        raise ArchiveUsageError(f"{named['bucket']} must be a bucket name: {BUCKET_RULES}")
     endpoint = str(fields.get("endpoint_url") or "").lower()
     if endpoint.startswith("file://") and not endpoint.startswith("file:///"):
         # `file://user:pa/ss@/dir` would have named a folder by the password.
@@ -124,27 +118,23 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     """Add the archive's subcommands to `parser` (its own or `python -m stages archive`)."""
     store = _store_options()
     commands = add_subcommands(parser, dest="archive_command", required=True)
-    for name, summary, add_arguments in [
-        ("push", "store a stage's result directory as a new run", _add_push_arguments),
-        ("list", "list the complete runs, oldest first", _add_list_arguments),
-        ("pull", "download one run into an empty directory", _add_pull_arguments),
-        ("incomplete", "list runs that have objects but no manifest", _add_incomplete_arguments),
-        ("clean", "delete the objects of one incomplete run", _add_clean_arguments),
+    for handler, summary, add_arguments in [
+        (_push, "store a stage's result directory as a new run", _add_push_arguments),
+        (_list, "list the complete runs, oldest first", _add_list_arguments),
+        (_pull, "download one run into an empty directory", _add_pull_arguments),
+        (_incomplete, "list runs that have objects but no manifest", _add_incomplete_arguments),
+        (_clean, "delete the objects of one incomplete run", _add_clean_arguments),
     ]:
-        add_arguments(commands.add_parser(name, parents=[store], help=summary, description=summary))
+        name = handler.__name__.lstrip("_")
+        command = commands.add_parser(name, parents=[store], help=summary, description=summary)
+        add_arguments(command)
+        command.set_defaults(archive_handler=handler)
 
 
 def run(args: argparse.Namespace) -> int:
     """Execute parsed arguments; any refusal or failure is one line on stderr, never a trace."""
-    handlers = {
-        "push": _push,
-        "list": _list,
-        "pull": _pull,
-        "incomplete": _incomplete,
-        "clean": _clean,
-    }
     try:
-        handlers[args.archive_command](args)
+        args.archive_handler(args)
     except ArchiveError as error:
         return _failed(args, error, error.exit_status)
     except (OutputsError, OutputFolderError, ValidationError) as error:
@@ -187,15 +177,10 @@ def commit_id(value: str) -> str:
 
 
 def _minutes(value: str) -> timedelta:
-    try:
-        minutes = float(value)
-        if minutes < 0:
-            raise ValueError(value)
-        return timedelta(minutes=minutes)  # ValueError for nan, OverflowError for inf
-    except (ValueError, OverflowError):
-        raise argparse.ArgumentTypeError(
-            f"{value!r} is not a number of minutes (0 or more)"
-        ) from None
+    with suppress(ValueError, OverflowError):  # not a number, or inf
+        if float(value) >= 0:  # and not nan
+            return timedelta(minutes=float(value))
+    raise argparse.ArgumentTypeError(f"{value!r} is not a number of minutes (0 or more)")
 
 
 def _store_options() -> argparse.ArgumentParser:
@@ -285,26 +270,16 @@ def _add_clean_arguments(clean: argparse.ArgumentParser) -> None:
 
 def _location(args: argparse.Namespace) -> ArchiveLocation:
     return archive_location(
-        {},
-        bucket=args.bucket,
-        prefix=args.prefix,
-        endpoint_url=args.endpoint_url,
-        region=args.region,
-        aws_profile=args.aws_profile,
-        path_style=args.path_style,
+        {}, **{field: getattr(args, field) for field in ArchiveLocation.model_fields}
     )
 
 
 def _push(args: argparse.Namespace) -> None:
     if args.resume and not args.run_id:
         raise ArchiveUsageError("--resume needs the --run-id of the interrupted push")
-    location = _location(args)
+    location, outputs = _location(args), StackOutputs.load(args.outputs)
     record = RunRecord.create(
-        stack=args.stack,
-        stage=args.stage,
-        outputs=StackOutputs.load(args.outputs),
-        run_id=args.run_id,
-        commit=args.commit,
+        stack=args.stack, stage=args.stage, outputs=outputs, run_id=args.run_id, commit=args.commit
     )
     if args.dry_run:
         for key in archive_plan(args.dir, record, location):
@@ -314,31 +289,22 @@ def _push(args: argparse.Namespace) -> None:
     if not args.resume:
         stored = archive_run(args.dir, record, location)
         print(f"archived {len(stored.files)} files of {args.dir} as {where}")
+    elif (outcome := resume_run(args.dir, record, location)).already_complete:
+        print(f"{where} was already complete with the files of {args.dir}: nothing uploaded")
     else:
-        outcome = resume_run(args.dir, record, location)
-        if outcome.already_complete:
-            print(f"{where} was already complete with the files of {args.dir}: nothing uploaded")
-        else:
-            print(
-                f"archived {len(outcome.record.files)} files of {args.dir} as {where} "
-                f"({outcome.kept} kept from the interrupted push, {outcome.uploaded} uploaded)"
-            )
+        print(
+            f"archived {len(outcome.record.files)} files of {args.dir} as {where} "
+            f"({outcome.kept} kept from the interrupted push, {outcome.uploaded} uploaded)"
+        )
     print(f"run id: {record.run_id}")
 
 
 def _list(args: argparse.Namespace) -> None:
     runs = list_runs(_location(args), args.stack, args.profile, args.stage)
     header = ("created (UTC)", "stack", "profile", "stage", "run id", "commit", "files")
+    # A record written by anyone: its commit is printed with no escape sequence.
     rows = [
-        (
-            f"{run.created_at:%Y-%m-%d %H:%M:%S}",
-            run.stack,
-            run.profile.value,
-            run.stage.value,
-            run.run_id,
-            visible(run.commit[:12]),  # a record written by anyone: no escape sequence printed
-            str(len(run.files)),
-        )
+        [*_columns(run.created_at, RunPlace.of(run)), visible(run.commit[:12]), str(len(run.files))]
         for run in runs
     ]
     _print_table(header, rows, empty="(no complete runs)")
@@ -359,16 +325,7 @@ def _incomplete(args: argparse.Namespace) -> None:
     runs = list_incomplete_runs(_location(args), args.stack)
     header = ("last written (UTC)", "stack", "profile", "stage", "run id", "objects", "bytes")
     rows = [
-        (
-            f"{run.last_written:%Y-%m-%d %H:%M:%S}",
-            run.place.stack,
-            run.place.profile,
-            run.place.stage,
-            run.place.run_id,
-            str(run.objects),
-            str(run.size),
-        )
-        for run in runs
+        [*_columns(run.last_written, run.place), str(run.objects), str(run.size)] for run in runs
     ]
     _print_table(header, rows, empty="(no incomplete runs)")
     if runs:
@@ -379,23 +336,20 @@ def _incomplete(args: argparse.Namespace) -> None:
 
 
 def _clean(args: argparse.Namespace) -> None:
-    location = _location(args)
-    keys = clean_incomplete_run(
-        location,
-        args.stack,
-        args.profile,
-        args.run_id,
-        args.stage,
-        min_age=args.older_than,
-        dry_run=args.dry_run,
-    )
-    run = f"{args.stack}/{args.profile}/{args.run_id}/{args.stage}"
+    location, place = _location(args), (args.stack, args.profile, args.run_id, args.stage)
+    keys = clean_incomplete_run(location, *place, min_age=args.older_than, dry_run=args.dry_run)
+    run = "/".join(place)
     if args.dry_run:
         for key in keys:
             print(f"s3://{location.bucket}/{key}")
         print(f"would delete {len(keys)} objects of the incomplete run {run}")
     else:
         print(f"deleted {len(keys)} objects of the incomplete run {run}")
+
+
+def _columns(when: datetime, place: RunPlace) -> list[str]:
+    """What both tables begin with: a time, then the run."""
+    return [f"{when:%Y-%m-%d %H:%M:%S}", place.stack, place.profile, place.stage, place.run_id]
 
 
 def _print_table(header: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> None:

@@ -1,19 +1,10 @@
-"""What an archived run is, its errors, and where it lives in a bucket.
+"""What an archived run is, its errors, and where it lives in a bucket (docs/archive.md).
 
-The run: the `RunRecord` stored as its `manifest.json`, and its files (`ArchivedFile`).
-
-The errors: each message says where (bucket, key, endpoint) and how to fix it.
-
-Where: the archive is a bucket, a prefix and (optionally) an endpoint (`ArchiveLocation`), and each
-run lives inside it at (`RunPlace`)
-
-    <prefix>/<stack>/<profile>/<run-id>/<stage>/files/<relative path>
-    <prefix>/<stack>/<profile>/<run-id>/<stage>/manifest.json
-
-Every part below the prefix is one key segment (`RunPlace.checked` enforces it for user input).
-
-Over 300 lines: one record and the key it lives at, each checked on the way in and out (masked
-commit and outputs, key segments, names of stored files), with the errors that name them.
+The run: the `RunRecord` stored as its `manifest.json`, and its files (`ArchivedFile`). The
+archive: a bucket, a prefix and optionally an endpoint (`ArchiveLocation`); each run lives in it
+at a `RunPlace`, `<prefix>/<stack>/<profile>/<run-id>/<stage>/` then `files/<relative path>` and
+`manifest.json`, every part below the prefix one key segment. Each error says where (bucket, key,
+endpoint) and how to fix it.
 """
 
 from __future__ import annotations
@@ -46,8 +37,6 @@ from stages.errors import StageFailed
 
 UNKNOWN_COMMIT = "unknown"
 DEFAULT_PREFIX = "cosmos3-nano-reasoner"
-MANIFEST_NAME = "manifest.json"
-FILES_FOLDER = "files"
 SEGMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 Segment = Annotated[str, StringConstraints(pattern=SEGMENT_PATTERN)]
@@ -215,20 +204,12 @@ class ArchiveLocation(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    bucket: str = Field(min_length=3, max_length=63)
-    """Checked against S3's naming rules (`stages.archive.cli.bucket_name_problem`) when it
-    comes from an option."""
+    bucket: str = Field(min_length=3, max_length=63)  # S3's rules: cli.archive_location
     prefix: str = DEFAULT_PREFIX
-    endpoint_url: str | None = Field(
-        default=None,
-        description="None: boto3 reads AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL.",
-    )
+    endpoint_url: str | None = None  # None: boto3 reads AWS_ENDPOINT_URL_S3 / AWS_ENDPOINT_URL
     region: str | None = None
     aws_profile: str | None = None
-    path_style: bool = Field(
-        default=False,
-        description="Path-style addressing, for stores without bucket DNS names.",
-    )
+    path_style: bool = False  # path-style addressing, for stores without bucket DNS names
 
     @field_validator("prefix")
     @classmethod
@@ -263,12 +244,9 @@ class RunPlace:
     def checked(cls, stack: str, profile: str, run_id: str, stage: str) -> RunPlace:
         """A place from user input: each part must be one key segment, so that no prefix built
         from it reaches into another run."""
-        for what, value in [
-            ("stack", stack),
-            ("profile", profile),
-            ("run id", run_id),
-            ("stage", stage),
-        ]:
+        for what, value in zip(
+            ("stack", "profile", "run id", "stage"), (stack, profile, run_id, stage)
+        ):
             if not re.fullmatch(SEGMENT_PATTERN, value):
                 raise ArchiveError(
                     f"{what} {value!r} is not a key segment (letters, digits, `.`, `_`, `-`)"
@@ -292,16 +270,10 @@ class RunPlace:
         return f"{location.prefix}/{self.describe()}/"
 
     def manifest_key(self, location: ArchiveLocation) -> str:
-        return f"{self.prefix(location)}{MANIFEST_NAME}"
+        return f"{self.prefix(location)}manifest.json"
 
     def files_prefix(self, location: ArchiveLocation) -> str:
-        return f"{self.prefix(location)}{FILES_FOLDER}/"
+        return f"{self.prefix(location)}files/"
 
     def file_key(self, location: ArchiveLocation, name: str) -> str:
         return f"{self.files_prefix(location)}{name}"
-
-
-def is_manifest_key(location: ArchiveLocation, key: str) -> bool:
-    """True for `<prefix>/<stack>/<profile>/<run-id>/<stage>/manifest.json`, not a stored file."""
-    place = RunPlace.of_key(location, key)
-    return place is not None and key == place.manifest_key(location)

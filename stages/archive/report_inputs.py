@@ -16,8 +16,16 @@ from pathlib import Path
 from common.confined_paths import write_file
 from common.credentials import mask_values
 from common.terminal import visible
-from stages.archive.records import ArchiveError, ArchiveLocation, RunNotFoundError, RunRecord, Stage
-from stages.archive.runs import download_record, latest_run, list_runs
+from stages.archive import (
+    ArchiveError,
+    ArchiveLocation,
+    RunNotFoundError,
+    RunRecord,
+    Stage,
+    download_record,
+    latest_run,
+    list_runs,
+)
 from stages.core.results import ProfileResults, ResultsError
 
 RESULTS_FILE = "results.json"
@@ -62,33 +70,30 @@ def pick_run(location: ArchiveLocation, stack: str, run_id: str | None) -> RunRe
     )
 
 
-def fetch_results(
-    location: ArchiveLocation, stack: str, run_id: str | None, work_dir: Path
-) -> ArchivedResults:
-    """Download one stack's run into `work_dir` and read its `results.json`."""
-    record = pick_run(location, stack, run_id)
-    directory = download_record(location, record, work_dir / stack / record.run_id)
-    try:
-        results = ProfileResults.load(directory / RESULTS_FILE)
-    except ResultsError as error:
-        raise ArchiveError(
-            f"archived run {record.describe()} holds no usable {RESULTS_FILE}: {error} "
-            "(push the perf stage's output directory)"
-        ) from error
-    return ArchivedResults(record, results)
-
-
 def fetch_pair(
     location: ArchiveLocation,
     stacks: Sequence[str],
     run_ids: Sequence[str] | None,
     work_dir: Path,
 ) -> list[ArchivedResults]:
-    """Both stacks' results, in the order the stacks were given."""
+    """Both stacks' results, in the order the stacks were given: each run downloaded into
+    `work_dir` and its `results.json` read."""
     if len(stacks) != 2 or (run_ids is not None and len(run_ids) != len(stacks)):
         raise ValueError("give two stacks, and either no run ids or one per stack")
     wanted: Sequence[str | None] = run_ids or [None, None]
-    return [fetch_results(location, s, r, work_dir) for s, r in zip(stacks, wanted, strict=True)]
+    pair = []
+    for stack, run_id in zip(stacks, wanted, strict=True):
+        record = pick_run(location, stack, run_id)
+        directory = download_record(location, record, work_dir / stack / record.run_id)
+        try:
+            results = ProfileResults.load(directory / RESULTS_FILE)
+        except ResultsError as error:
+            raise ArchiveError(
+                f"archived run {record.describe()} holds no usable {RESULTS_FILE}: {error} "
+                "(push the perf stage's output directory)"
+            ) from error
+        pair.append(ArchivedResults(record, results))
+    return pair
 
 
 def write_sources(pair: Sequence[ArchivedResults], out_dir: Path) -> Path:

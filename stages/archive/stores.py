@@ -1,21 +1,15 @@
-"""Where an archive lives: an S3 bucket, or a local directory (`--endpoint-url file:///dir`),
-behind one interface (`ArchiveStore`); `open_bucket` chooses between them.
+"""Where an archive lives: an S3 bucket (`Bucket`) or a local directory (`DirectoryBucket`, for
+`--endpoint-url file:///dir`), one interface (`Store`); `open_bucket` chooses.
 
-The S3 bucket (`Bucket`): one boto3 client, writes that never overwrite, server-side sha256
-checksums, and every failure turned into an `ArchiveError` that names the key and the fix. Only
-the standard AWS chain supplies credentials; messages show the endpoint without any user-info
-part, and never a credential.
+`Bucket`: one boto3 client, writes that never overwrite (If-None-Match), server-side sha256
+checksums, and every failure an `ArchiveError` naming the key and the fix; credentials only from
+the standard AWS chain, messages show the endpoint without its user-info, never a credential.
+`DirectoryBucket` keeps the same contract on disk at `/dir/<bucket>/<key>` for the lab: a write
+goes to a temporary file hard-linked into place, which fails if the name exists, so two writers
+cannot both win and a reader never sees half an object.
 
-The local directory (`DirectoryBucket`): the bucket's contract on a file system, for the lab.
-`--endpoint-url file:///some/dir` puts the archive at `/some/dir/<bucket>/<key>`, with the same
-guarantees as the S3 bucket: a write never replaces an object (the bytes go to a temporary file
-that is then hard-linked into place, which fails if the name exists, so two writers cannot both
-win) and a reader never sees half an object. The lab's A/B keeps its runs here, so it resumes,
-skips and reports exactly as a cluster's run does against S3.
-
-Over 300 lines: the S3 bucket and the local directory implement one interface (`ArchiveStore`)
-and share its stored-object type and advice, and the choice between them is a few lines; apart,
-they were three modules, two of them importing the S3 bucket's module for what they share.
+Over 300 lines: the S3 bucket and the local directory implement one interface and share its
+stored-object type, advice and defaults; the choice between them is a few lines.
 """
 
 from __future__ import annotations
@@ -69,7 +63,6 @@ _CREDENTIAL_CODES = frozenset(
     }
 )
 _CONFLICT_CODES = frozenset({"PreconditionFailed", "ConditionalRequestConflict"})
-FILE_SCHEME = "file"  # `--endpoint-url file:///dir`: the directory store
 
 
 @dataclass(frozen=True)
@@ -79,31 +72,42 @@ class StoredObject:
     last_modified: datetime
 
 
-class ArchiveStore(Protocol):
-    """What the archive needs of a store: an S3 bucket (`Bucket`), or a local directory
-    (`DirectoryBucket`, for `--endpoint-url file:///dir`)."""
+class Store(Protocol):
+    """What the archive needs of a store; the two kinds inherit what they share from here."""
 
     location: ArchiveLocation
     endpoint: str
+    where: str = ""
+    """How a conflict names the store besides its key (an S3 key's url does not)."""
 
     def url(self, key: str) -> str: ...
     def put_new(self, key: str, body: bytes, advice: str = NEW_RUN_ID_ADVICE) -> None: ...
-    def conflict(self, key: str, advice: str = NEW_RUN_ID_ADVICE) -> ArchiveConflictError: ...
     def exists(self, key: str) -> bool: ...
     def read(self, key: str, max_size: int | None = None) -> bytes: ...
-    def sha256(self, key: str) -> str: ...
-    def objects(self, prefix: str, limit: int | None = None) -> Iterator[StoredObject]: ...
-    def keys(self, prefix: str) -> Iterator[str]: ...
+    def objects(self, prefix: str) -> Iterator[StoredObject]: ...
     def delete(self, keys: Sequence[str]) -> None: ...
 
+    def conflict(self, key: str, advice: str = NEW_RUN_ID_ADVICE) -> ArchiveConflictError:
+        return ArchiveConflictError(
+            f"{self.url(key)} already exists{self.where}: the archive never overwrites a result. "
+            f"{advice}"
+        )
 
-class Bucket:
+    def sha256(self, key: str) -> str:
+        return hashlib.sha256(self.read(key)).hexdigest()
+
+    def keys(self, prefix: str) -> Iterator[str]:
+        return (stored.key for stored in self.objects(prefix))
+
+
+class Bucket(Store):
     """The archive bucket through one boto3 client; every failure becomes an ArchiveError."""
 
     def __init__(self, location: ArchiveLocation) -> None:
         self.location = location
         self.client = _s3_client(location)
         self.endpoint = without_userinfo(str(self.client.meta.endpoint_url))
+        self.where = f" at {self.endpoint}"
 
     def url(self, key: str) -> str:
         return f"s3://{self.location.bucket}/{key}"
@@ -124,12 +128,6 @@ class Bucket:
                 if _error_code(error) in _CONFLICT_CODES:
                     raise self.conflict(key, advice) from None
                 raise
-
-    def conflict(self, key: str, advice: str = NEW_RUN_ID_ADVICE) -> ArchiveConflictError:
-        return ArchiveConflictError(
-            f"{self.url(key)} already exists at {self.endpoint}: the archive never overwrites a "
-            f"result. {advice}"
-        )
 
     def exists(self, key: str) -> bool:
         return any(stored.key == key for stored in self.objects(key, limit=1))
@@ -155,10 +153,10 @@ class Bucket:
         checksum = str(head.get("ChecksumSHA256", ""))
         if checksum and "-" not in checksum:  # `-<parts>`: a multipart upload's composite
             return base64.b64decode(checksum).hex()
-        return hashlib.sha256(self.read(key)).hexdigest()
+        return super().sha256(key)
 
     def objects(self, prefix: str, limit: int | None = None) -> Iterator[StoredObject]:
-        """Every object whose key starts with `prefix`, in key order."""
+        """Every object whose key starts with `prefix`, in key order (the first `limit` of them)."""
         paginator = self.client.get_paginator("list_objects_v2")
         pages = {"MaxItems": limit} if limit else {}
         with self._translated_errors("listing", prefix):
@@ -168,9 +166,6 @@ class Bucket:
                 for item in page.get("Contents", []):
                     written = item["LastModified"].astimezone(UTC)  # botocore gives local time
                     yield StoredObject(str(item["Key"]), int(item["Size"]), written)
-
-    def keys(self, prefix: str) -> Iterator[str]:
-        return (stored.key for stored in self.objects(prefix))
 
     def delete(self, keys: Sequence[str]) -> None:
         """Delete the objects at `keys`; any key the store refuses is an ArchiveError."""
@@ -272,14 +267,7 @@ def without_userinfo(url: str) -> str:
     return mask(url)
 
 
-def is_directory_location(location: ArchiveLocation) -> bool:
-    try:
-        return urlsplit(location.endpoint_url or "").scheme == FILE_SCHEME
-    except ValueError:  # not a URL at all: the S3 client says so, without showing it
-        return False
-
-
-class DirectoryBucket:
+class DirectoryBucket(Store):
     """The bucket `location.bucket` as a directory under the `file://` endpoint."""
 
     def __init__(self, location: ArchiveLocation) -> None:
@@ -313,11 +301,6 @@ class DirectoryBucket:
         finally:
             os.unlink(tmp.name)
 
-    def conflict(self, key: str, advice: str = NEW_RUN_ID_ADVICE) -> ArchiveConflictError:
-        return ArchiveConflictError(
-            f"{self.url(key)} already exists: the archive never overwrites a result. {advice}"
-        )
-
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
@@ -331,24 +314,13 @@ class DirectoryBucket:
         except InputFileError as error:
             raise UnusableStoredFile(f"{self.url(key)}: {error}") from None
 
-    def sha256(self, key: str) -> str:
-        return hashlib.sha256(self.read(key)).hexdigest()
-
-    def objects(self, prefix: str, limit: int | None = None) -> Iterator[StoredObject]:
+    def objects(self, prefix: str) -> Iterator[StoredObject]:
         """Every object whose key starts with `prefix`, in key order (temporary files skipped)."""
-        found = 0
         for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
             key = path.relative_to(self.root).as_posix()
-            if path.name.startswith(".incoming-") or not key.startswith(prefix):
-                continue
-            stat = path.stat()
-            yield StoredObject(key, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC))
-            found += 1
-            if limit is not None and found >= limit:
-                return
-
-    def keys(self, prefix: str) -> Iterator[str]:
-        return (stored.key for stored in self.objects(prefix))
+            if key.startswith(prefix) and not path.name.startswith(".incoming-"):
+                stat = path.stat()
+                yield StoredObject(key, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC))
 
     def delete(self, keys: Sequence[str]) -> None:
         for key in keys:
@@ -363,8 +335,10 @@ class DirectoryBucket:
                 parent.rmdir()
 
 
-def open_bucket(location: ArchiveLocation) -> ArchiveStore:
+def open_bucket(location: ArchiveLocation) -> Store:
     """The store `location` names: a local directory for a `file://` endpoint, else S3."""
-    if is_directory_location(location):
-        return DirectoryBucket(location)
-    return Bucket(location)
+    try:
+        directory = urlsplit(location.endpoint_url or "").scheme == "file"
+    except ValueError:  # not a URL at all: the S3 client says so, without showing it
+        directory = False
+    return DirectoryBucket(location) if directory else Bucket(location)

@@ -14,7 +14,14 @@ import pytest
 
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
-from stages.archive import ArchiveError, ArchiveLocation, RunRecord, Stage
+from stages.archive import (
+    ArchiveError,
+    ArchiveLocation,
+    RunRecord,
+    Stage,
+    download_record,
+    fetch_record,
+)
 from stages.archive.stores import NEW_RUN_ID_ADVICE, Bucket
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -74,6 +81,12 @@ def make_results(directory: Path, marker: str = "first") -> Path:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
     return directory
+
+
+def pull(location: ArchiveLocation, run_id: str, dest: Path) -> Path:
+    """The round-robin perf run `run_id` downloaded into `dest`, as `archive pull --run-id` does."""
+    record = fetch_record(location, "round-robin", "round-robin", run_id)
+    return download_record(location, record, dest)
 
 
 def tree(directory: Path) -> dict[str, bytes]:

@@ -17,11 +17,17 @@ from stages.archive import (
     RunPlace,
     archive_run,
     clean_incomplete_run,
-    download_run,
     list_incomplete_runs,
     list_runs,
 )
-from tests.stages.archive.helpers import bucket_keys, make_results, record_for, recorded_puts, tree
+from tests.stages.archive.helpers import (
+    bucket_keys,
+    make_results,
+    pull,
+    record_for,
+    recorded_puts,
+    tree,
+)
 
 RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
 NOW = timedelta(0)
@@ -73,7 +79,7 @@ def test_clean_deletes_only_the_incomplete_run(
     assert bucket_keys(s3, location) == complete
     assert list_incomplete_runs(location) == []
     assert [run.run_id for run in list_runs(location)] == ["run-10"]
-    pulled = download_run(location, "round-robin", "round-robin", "run-10", tmp_path / "p")
+    pulled = pull(location, "run-10", tmp_path / "p")
     assert tree(pulled) == tree(results)
 
 

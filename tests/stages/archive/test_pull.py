@@ -16,12 +16,11 @@ from stages.archive import (
     ArchiveLocation,
     archive_run,
     download_record,
-    download_run,
     fetch_record,
     latest_run,
     list_runs,
 )
-from tests.stages.archive.helpers import T0, make_results, outputs_for, record_for, tree
+from tests.stages.archive.helpers import T0, make_results, outputs_for, pull, record_for, tree
 
 
 def test_round_trip_restores_identical_files(
@@ -32,9 +31,7 @@ def test_round_trip_restores_identical_files(
 
     stored = archive_run(results, record, location)
     [listed] = list_runs(location)
-    pulled = download_run(
-        location, "round-robin", "round-robin", stored.run_id, tmp_path / "pulled"
-    )
+    pulled = pull(location, stored.run_id, tmp_path / "pulled")
 
     assert listed == stored
     assert tree(pulled) == tree(results)
@@ -60,7 +57,7 @@ def test_download_detects_a_file_changed_behind_the_archive(
     s3.put_object(Bucket=location.bucket, Key=key, Body=b"tampered")
 
     with pytest.raises(ArchiveError, match="does not match its manifest"):
-        download_run(location, "round-robin", "round-robin", "r1", tmp_path / "p")
+        pull(location, "r1", tmp_path / "p")
 
 
 def test_download_refuses_a_non_empty_directory(tmp_path: Path, location: ArchiveLocation) -> None:
@@ -74,7 +71,7 @@ def test_download_refuses_a_non_empty_directory(tmp_path: Path, location: Archiv
     (dest / "old.json").write_text("{}")
 
     with pytest.raises(ArchiveError, match="not empty"):
-        download_run(location, "round-robin", "round-robin", "r1", dest)
+        pull(location, "r1", dest)
     assert [path.name for path in dest.iterdir()] == ["old.json"]
 
 

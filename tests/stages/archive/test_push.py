@@ -18,7 +18,6 @@ from stages.archive import (
     RunNotFoundError,
     archive_plan,
     archive_run,
-    download_run,
     fetch_record,
     list_runs,
     resume_run,
@@ -28,6 +27,7 @@ from tests.stages.archive.helpers import (
     RESULT_FILES,
     bucket_keys,
     make_results,
+    pull,
     record_for,
     recorded_puts,
     stored_files,
@@ -99,7 +99,7 @@ def test_second_push_of_same_run_is_refused_and_first_kept(
     assert f"{RUN}/manifest.json" in message
     assert location.bucket in message
     assert "new run id" in message
-    pulled = download_run(location, "round-robin", "round-robin", "run-1", tmp_path / "p")
+    pulled = pull(location, "run-1", tmp_path / "p")
     assert tree(pulled) == tree(first)
 
 
@@ -157,7 +157,7 @@ def test_an_interrupted_push_is_resumed_keeping_what_was_stored(
     assert {name: stored_files(s3, location, RUN)[name] for name in before} == before
     [listed] = list_runs(location)
     assert listed == outcome.record
-    pulled = download_run(location, "round-robin", "round-robin", "run-1", tmp_path / "p")
+    pulled = pull(location, "run-1", tmp_path / "p")
     assert tree(pulled) == tree(results)
 
 

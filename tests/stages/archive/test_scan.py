@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from components.routing import RoutingProfile
-from stages.archive import ArchiveError, ArchiveLocation, archive_run
-from stages.archive.push import checked_files, find_secret
+from stages.archive import ArchiveError, ArchiveLocation, archive_run, checked_files, find_secret
 from tests.stages.archive.helpers import bucket_keys, make_results, record_for
 
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from components.routing import RoutingProfile
-from stages.archive.push import checked_files
+from stages.archive import checked_files
 from stages.cli import main
 from stages.cluster import run as cluster
 from stages.cluster.manifests import pod_files

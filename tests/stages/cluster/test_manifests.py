@@ -21,7 +21,7 @@ import yaml
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
 from policy.rules import image_is_pinned, looks_secret
-from stages.archive.push import find_secret
+from stages.archive import find_secret
 from stages.cluster import manifests as cluster_jobs
 from stages.cluster.manifests import (
     PERF_JOB,
