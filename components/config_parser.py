@@ -1,10 +1,7 @@
-"""Stack config as the CLI hands it to the program -> `StackSettings`, or one error naming every
-offending key and its fix.
-
-Every problem is reported at once: unknown keys (`components.config_keys`), each value that breaks its rule, the checks
-across keys (run on the keys that did validate) and the secrets. A refusal shows a value only for
-a key outside `QUIET_KEYS`, and only when it is short; it never shows a secret.
-
+"""Stack config as the CLI hands it to the program -> `StackSettings`, or one `ConfigError` that
+names every offending key and its fix: unknown keys (`components.config_keys`), each value that
+breaks its rule, the checks across keys (on the keys that did validate) and the secrets. A refusal
+shows a value only for a key outside `QUIET_KEYS`, and only when it is short; never a secret.
 No Pulumi import: the program, the offline render and the tests use it.
 """
 
@@ -51,13 +48,9 @@ class ConfigError(ValueError):
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> StackSettings:
-    """Validate the project's config (keys with or without the project prefix) into settings.
-
-    `raw` holds every config value the CLI passes and `secret_keys` the keys it marks secret.
-    Secret values are only checked for presence and secrecy; they never enter the settings.
-    Keys of other namespaces (e.g. `pulumi:`) are ignored; unknown keys of this project are typos.
-    Raises only `ConfigError`.
-    """
+    """`raw`: every config value the CLI passes (keys with or without the project prefix; other
+    namespaces' are ignored), `secret_keys`: those it marks secret. Secret values are only checked
+    for presence and secrecy; they never enter the settings. Raises only `ConfigError`."""
     own = _own_keys(raw)
     declared = declared_keys()
     unknown = sorted(set(own) - declared - SECRET_KEYS)
@@ -248,9 +241,5 @@ def _oversized_lines(own: Mapping[str, Any]) -> list[str]:
 
 
 def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
-    own: dict[str, Any] = {}
-    for key, value in raw.items():
-        namespace, sep, name = key.rpartition(":")
-        if not sep or namespace == PROJECT:
-            own[name] = value
-    return own
+    parts = [(key.rpartition(":"), value) for key, value in raw.items()]
+    return {name: value for (space, sep, name), value in parts if not sep or space == PROJECT}

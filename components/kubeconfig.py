@@ -85,6 +85,9 @@ def _reason(error: BaseException) -> str:
         return "not valid YAML: nested too deep"
     if isinstance(error, (TypeError, AttributeError, KeyError, IndexError)):
         return f"its structure is not a kubeconfig's ({type(error).__name__})"
-    first_line = (str(error).strip().splitlines() or [""])[0][:300]
     kind = "" if type(error).__name__ == "ConfigException" else f"{type(error).__name__}: "
-    return mask(kind + first_line)
+    return mask(kind + first_line(error))
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:300]

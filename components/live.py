@@ -24,22 +24,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from components.kubeconfig import KubeconfigError, api_client
+from components.kubeconfig import KubeconfigError, api_client, first_line
 
 Manifest = dict[str, Any]
 REQUEST_TIMEOUT_SECONDS = 15
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
-_PLURALS = {
-    "Namespace": "namespaces",
-    "Secret": "secrets",
-    "ConfigMap": "configmaps",
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "Pod": "pods",
-    "Event": "events",
-    "Job": "jobs",
-    "DynamoGraphDeployment": "dynamographdeployments",
-}
 _CLUSTER_SCOPED = frozenset({"Namespace"})
 
 
@@ -66,7 +56,7 @@ class ObjectRef:
         """The API path of this kind's collection in this object's namespace."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
         where = "" if self.kind in _CLUSTER_SCOPED else f"/namespaces/{self.namespace}"
-        return f"{root}{where}/{_PLURALS[self.kind]}"
+        return f"{root}{where}/{self.kind.lower()}s"  # every plural here is kind + s
 
     def path(self) -> str:
         return f"{self.collection_path()}/{self.name}"
@@ -90,22 +80,6 @@ class ClusterView(Protocol):
     def metadata(self, ref: ObjectRef) -> Manifest | None: ...
 
     def list(self, ref: ObjectRef, selector: Mapping[str, str] | None = None) -> list[Manifest]: ...
-
-
-class NoCluster:
-    """No cluster at all: every read raises (the offline render's and a test's default)."""
-
-    def __init__(self, why: str = "no cluster is configured") -> None:
-        self.why = why
-
-    def get(self, ref: ObjectRef) -> Manifest | None:
-        raise LiveReadError(self.why)
-
-    def metadata(self, ref: ObjectRef) -> Manifest | None:
-        raise LiveReadError(self.why)
-
-    def list(self, ref: ObjectRef, selector: Mapping[str, str] | None = None) -> list[Manifest]:
-        raise LiveReadError(self.why)
 
 
 T = TypeVar("T")
@@ -185,7 +159,7 @@ class KubernetesView:
         except LiveReadError:
             raise
         except Exception as error:  # noqa: BLE001 -- any transport failure: the cluster is unknown
-            raise LiveReadError(f"{type(error).__name__}: {_first_line(error)}") from None
+            raise LiveReadError(f"{type(error).__name__}: {first_line(error)}") from None
 
 
 def connect(context: str, kubeconfig: str = "") -> ClusterView:
@@ -230,7 +204,3 @@ def _refusal(what: str, status: int, body: bytes | str) -> str:
     except ValueError:
         message = ""
     return f"reading {what}: HTTP {status}" + (f": {message}" if message else "")
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:300]
