@@ -1,17 +1,11 @@
 """Fields kubectl set that this program does not: the next update of the object removes them.
 
-Before every update (never in a preview), pulumi-kubernetes 4.25.0 hands the fields of kubectl's
-field managers (`kubectl` by apply, `kubectl-client-side-apply`, `kubectl-label`,
-`kubectl-annotate`, `kubectl-patch`, `kubectl-edit`, ...: any `kubectl*` manager) and of
-`before-first-apply` to its own (`fixCSAFieldManagers`, fluxcd ssa `PatchReplaceFieldsManagers`),
-then applies the program's object; server-side apply removes every field its manager owned and
-the object leaves out. A `team` label added with `kubectl label`, a node selector patched in by
-hand: gone with the first update after them, and the provider's diff (the program's inputs
-against its state) never names them.
-
-So before each object is applied, the program reads its field managers (metadata only: never a
-Secret's data) and warns, in the preview and in `up`, which fields the next update of it removes.
-The program does not keep them: what it deploys is what its config says (docs/day-two.md).
+Before every update, pulumi-kubernetes 4.25.0 hands the fields of kubectl's field managers (any
+`kubectl*` manager) and of `before-first-apply` to its own (`fixCSAFieldManagers`), then applies
+the program's object; server-side apply removes every field its manager owned and the object
+leaves out, and the provider's diff never names them. So before each object is applied, the
+program reads its field managers (metadata only: never a Secret's data) and warns, in the preview
+and in `up`, which fields the update removes (docs/day-two.md, "kubectl and the program").
 """
 
 from __future__ import annotations

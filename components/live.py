@@ -1,20 +1,10 @@
 """What the cluster holds now, read-only: the few facts the provider's diff cannot see.
 
-The provider applies what the program registers and compares it with its state; it does not tell
-the program what runs. Three decisions need the live cluster:
-
-- the model download (`components.model_download`): is the Job still running (this update waits
-  for it, never deletes it), has it failed (this update runs it again), is it complete;
-- the waits (`components.readiness`): the download's and the graph's progress, read until they end,
-  in the program's own words; whether the graph exists (its create or its update timeout);
-- drift (`components.drift`): which fields kubectl owns on an object, which the next update of it
-  removes.
-
-Reads go through the kubeconfig and context the provider uses (`kubeContext`, `kubeconfigPath`).
-A Secret's data is never read: objects whose content is not needed are fetched as metadata only
-(`PartialObjectMetadata`). A read that cannot be made (no credentials on a pull request's preview,
-an unreachable API server, a refusal) raises `LiveReadError` with what the API server said, never
-with the request's credentials; callers decide what an unknown means.
+The model download (is the Job running, failed, complete), the waits (`components.readiness`) and
+drift (`components.drift`: which fields kubectl owns) read the live cluster, through the
+kubeconfig and context the provider uses. A Secret's data is never read: objects whose content is
+not needed are fetched as metadata only. A read that cannot be made raises `LiveReadError` with
+what the API server said, never the request's credentials; callers decide what unknown means.
 """
 
 from __future__ import annotations

@@ -1,20 +1,12 @@
 """When is the download done, when is the graph Ready, and why not: read from the live objects.
 
-The program waits for what it deploys itself, after the provider has applied it, instead of
-through the provider's awaits (pulumi-kubernetes 4.25.0), which the real tier and the provider's
-source show fall short here:
-
-- The Job's await restarts its timer on every event and the informer resyncs every minute, so its
-  timeout never fires; it ends only on a `Failed` condition, which Kubernetes 1.31+ writes once the
-  pods are gone, so a pod stuck `Terminating` holds `pulumi up` forever. Here a Job has failed as
-  soon as it says `FailureTarget` (the failure is decided), and the wait is bounded by the Job's
-  own deadline plus `DEADLINE_MARGIN_SECONDS`.
-- The graph's `condition=Ready` wait ends with "timed out waiting for the condition", never with
-  the graph's own reason, and waits out its whole timeout for a graph whose status already says
-  `failed`. Here a graph that stays `failed` for its current generation ends the wait after
-  `FAILED_GRACE_SECONDS`, and every ending names the graph's Ready reason and message.
-
-Each verdict is a pure function of the objects; `wait_for` polls one until it is done or failed.
+The program waits for what it deploys itself, after the provider has applied it: the provider's
+awaits (pulumi-kubernetes 4.25.0) never time a Job out, hold `up` on a pod stuck `Terminating`,
+and end a graph's wait without its reason (docs/day-two.md, "The program waits itself"). Here a
+Job has failed as soon as it says `FailureTarget`, its wait is bounded by its deadline plus
+`DEADLINE_MARGIN_SECONDS`, and a graph `failed` for its generation for `FAILED_GRACE_SECONDS`
+ends the wait with its Ready reason. Each verdict is a pure function of the objects; `wait_for`
+polls one until it is done or failed.
 """
 
 from __future__ import annotations
