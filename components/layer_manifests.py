@@ -57,28 +57,20 @@ def namespace(args: NamespaceArgs) -> Manifest:
 
 def ngc_secret(namespace_name: str, api_key: object) -> Manifest:
     """Secret `ngc-api-secret` with key NGC_API_KEY, as the recipe's `kubectl create secret`."""
-    string_data = {names.NGC_SECRET_KEY: api_key}
-    return kube_object(
-        "v1",
-        "Secret",
-        names.NGC_SECRET,
-        namespace_name,
-        "credentials",
-        type="Opaque",
-        stringData=string_data,
-    )
+    return _secret(names.NGC_SECRET, namespace_name, "Opaque", {names.NGC_SECRET_KEY: api_key})
 
 
 def registry_pull_secret(namespace_name: str, docker_config: object) -> Manifest:
     """docker-registry Secret for a private mirror; `docker_config` from `docker_config_json`."""
+    data = {".dockerconfigjson": docker_config}
+    return _secret(
+        names.REGISTRY_PULL_SECRET, namespace_name, "kubernetes.io/dockerconfigjson", data
+    )
+
+
+def _secret(name: str, namespace_name: str, type_: str, data: Manifest) -> Manifest:
     return kube_object(
-        "v1",
-        "Secret",
-        names.REGISTRY_PULL_SECRET,
-        namespace_name,
-        "credentials",
-        type="kubernetes.io/dockerconfigjson",
-        stringData={".dockerconfigjson": docker_config},
+        "v1", "Secret", name, namespace_name, "credentials", type=type_, stringData=data
     )
 
 

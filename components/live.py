@@ -158,8 +158,7 @@ def connect(context: str, kubeconfig: str = "") -> ClusterView:
 
 
 def _connect(context: str, kubeconfig: str) -> Request:
-    """A GET through the `kubernetes` client, for `context` of `kubeconfig` (empty: $KUBECONFIG,
-    which may list several files, else ~/.kube/config, as the provider reads it)."""
+    """A GET through the `kubernetes` client, for `context` of `kubeconfig` (`api_client`)."""
     try:
         api = api_client(kubeconfig or None, context)
     except KubeconfigError as error:

@@ -36,6 +36,7 @@ from components.readiness import (
     duration,
     job_failure,
     job_verdict,
+    parsed_time,
     wait_for,
 )
 
@@ -142,11 +143,8 @@ def live_job_notes(
 
 def _stuck_terminating(pod: dict[str, Any], ref: ObjectRef, now: datetime) -> str:
     metadata = pod.get("metadata") or {}
-    since = metadata.get("deletionTimestamp")
-    if not since:
-        return ""
-    deleting = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    if now - deleting < timedelta(seconds=STUCK_TERMINATING_SECONDS):
+    deleting = parsed_time(metadata.get("deletionTimestamp"))
+    if deleting is None or now - deleting < timedelta(seconds=STUCK_TERMINATING_SECONDS):
         return ""
     name = metadata.get("name", "?")
     how_long = duration((now - deleting).total_seconds())
@@ -190,10 +188,9 @@ def _awaited(job: k8s.batch.v1.Job, live: Live, ref: ObjectRef, deadline: int) -
 
 def past_deadline(job: dict[str, Any], pods: list[dict[str, Any]], deadline: int) -> Verdict | None:
     """A running Job past its deadline and the margin: Kubernetes has not ended it."""
-    started = (job.get("status") or {}).get("startTime")
-    if not started or job_failure(job) is not None:
+    start = parsed_time((job.get("status") or {}).get("startTime"))
+    if start is None or job_failure(job) is not None:
         return None
-    start = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     if datetime.now(UTC) - start < timedelta(seconds=deadline + DEADLINE_MARGIN_SECONDS):
         return None
     running = job_verdict(job, pods)

@@ -71,9 +71,8 @@ def job_failure(job: Manifest) -> Manifest | None:
     """The condition that says a Job has failed: `FailureTarget` (1.31+: decided, pods may still
     be terminating) or `Failed`."""
     for kind in ("FailureTarget", "Failed"):
-        found = condition(job, kind)
-        if found is not None and found.get("status") == "True":
-            return found
+        if is_true(job, kind):
+            return condition(job, kind)
     return None
 
 
@@ -216,14 +215,17 @@ async def _judged(judge: Callable[[], Verdict]) -> Verdict:
         return Verdict(Outcome.WAITING, f"the cluster did not answer: {error}")
 
 
-def _since(timestamp: str | None, now: datetime) -> str:
-    if not timestamp:
-        return ""
+def parsed_time(timestamp: str | None) -> datetime | None:
+    """An API timestamp (`2026-12-05T06:00:00Z`), or None when there is none or it is malformed."""
     try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return datetime.strptime(timestamp or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
-        return ""
-    return duration(max(0.0, (now - then).total_seconds()))
+        return None
+
+
+def _since(timestamp: str | None, now: datetime) -> str:
+    then = parsed_time(timestamp)
+    return duration(max(0.0, (now - then).total_seconds())) if then else ""
 
 
 def duration(seconds: float) -> str:

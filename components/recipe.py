@@ -68,7 +68,9 @@ class Recipe(pulumi.ComponentResource):
             contract = pulumi.Output.all(layer, graph.ready).apply(
                 lambda both: outputs.graph_outputs(settings, both[0]).to_json_dict()
             )
-            exported |= _keyed(contract, StackOutputs.keys())
+            # An absent key exports None, which the SDK never sends to the engine: absent there too.
+            contract_keys = StackOutputs.keys()
+            exported |= {key: contract.apply(_getter(key)) for key in contract_keys}
         self.outputs = exported
         self.register_outputs(exported)
 
@@ -226,13 +228,6 @@ def _read_shared_layer(
         return layer
 
     return shared.outputs.apply(checked)
-
-
-def _keyed(
-    values: pulumi.Output[dict[str, Any]], keys: tuple[str, ...]
-) -> dict[str, pulumi.Output[Any]]:
-    # An absent key exports None, which the SDK never sends to the engine: absent there too.
-    return {key: values.apply(_getter(key)) for key in keys}
 
 
 def _getter(key: str) -> Callable[[dict[str, Any]], Any]:
