@@ -67,8 +67,8 @@ def fields_removed(live_metadata: Manifest, manifest: Manifest) -> list[str]:
         if entry.get("subresource"):
             continue  # status and the like: an apply of the object never touches them
         leaves = set(_leaves(entry.get("fieldsV1") or {}, ()))
-        manager = str(entry.get("manager") or "")
-        if _handed_over(manager, str(entry.get("operation") or "")):
+        manager, operation = str(entry.get("manager") or ""), str(entry.get("operation") or "")
+        if any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER):
             handed |= leaves
         elif not manager.startswith("pulumi-kubernetes"):
             kept |= leaves
@@ -85,10 +85,6 @@ def _as_stored(manifest: Manifest) -> Manifest:
         return manifest
     data = dict.fromkeys(manifest["stringData"], "") | dict(manifest.get("data") or {})
     return {**manifest, "data": data}
-
-
-def _handed_over(manager: str, operation: str) -> bool:
-    return any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER)
 
 
 def _leaves(fields: Mapping[str, Any], prefix: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:

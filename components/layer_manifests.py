@@ -239,10 +239,8 @@ def model_download_job(
 
     Its memory is the workers' (`workerMemory`): the NIM counts a pod's memory limit as system
     memory when it selects a profile, so a smaller Job could download a profile the workers would
-    not select. Its `activeDeadlineSeconds` (`modelDownloadTimeoutSeconds`) is what ends a download
-    that cannot finish: Kubernetes fails the Job that long after its start, Pending included, and
-    frees its GPU; the program's wait ends with it (components/readiness.py). `rerun_of` names a
-    failed Job this one runs again (components/model_download.py).
+    not select. Its `activeDeadlineSeconds` ends a download that cannot finish (docs/day-two.md);
+    `rerun_of` names a failed Job this one runs again (components/model_download.py).
     """
     gpus = {"nvidia.com/gpu": str(args.gpus)} if args.gpus else {}
     memory = {"memory": args.worker.memory}

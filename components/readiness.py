@@ -126,23 +126,19 @@ def pod_state(pod: Manifest, now: datetime) -> str:
 # --- the graph -------------------------------------------------------------------------------
 
 
-def graph_generation_seen(graph: Manifest, ready: Manifest | None) -> bool:
-    """Does the status describe the object's current spec? The Ready condition's
-    `observedGeneration`, else the status's, compared with `metadata.generation` (as kubectl wait
-    and the provider compare them); a status that records neither is taken as current."""
-    generation = (graph.get("metadata") or {}).get("generation")
-    observed = (ready or {}).get("observedGeneration")
-    if observed is None:
-        observed = (graph.get("status") or {}).get("observedGeneration")
-    return generation is None or observed is None or int(observed) >= int(generation)
-
-
 def graph_verdict(graph: Manifest) -> Verdict:
     """Ready for its current generation, failed (the operator's `state: failed` for it), or not
     yet: always with the Ready condition's reason and message."""
     ready = condition(graph, "Ready")
     status = graph.get("status") or {}
-    current = graph_generation_seen(graph, ready)
+    # Does the status describe the current spec? The Ready condition's `observedGeneration`, else
+    # the status's, against `metadata.generation` (as kubectl wait and the provider compare them);
+    # a status that records neither is taken as current.
+    generation = (graph.get("metadata") or {}).get("generation")
+    observed = (ready or {}).get("observedGeneration")
+    if observed is None:
+        observed = status.get("observedGeneration")
+    current = generation is None or observed is None or int(observed) >= int(generation)
     if ready is None:
         state = status.get("state") or "no status yet"
         return Verdict(Outcome.WAITING, f"no Ready condition yet (state: {state})")
@@ -150,7 +146,6 @@ def graph_verdict(graph: Manifest) -> Verdict:
     message = str(ready.get("message") or "").strip()
     details = (message,) if message else ()
     if not current:
-        generation = (graph.get("metadata") or {}).get("generation")
         return Verdict(
             Outcome.WAITING, f"{said} is for an earlier generation than {generation}", details
         )

@@ -202,14 +202,9 @@ def graph_args(settings: StackSettings) -> GraphArgs:
 def _read_shared_layer(
     name: str, settings: StackSettings, parent: pulumi.Resource
 ) -> pulumi.Output[SharedLayer]:
-    """The layer exported by the shared stack, checked; the graph waits until it resolves.
-
-    The engine itself fails a reference to a stack that does not exist ("unknown stack", pulumi
-    `backendClient.GetStackOutputs`); a stack that exists but lacks what this stack needs is
-    refused here with what to do, as a clean `error:` line (RunError, no traceback). What only
-    the order of updates settles (a new image, a download not yet complete) is a warning in a
-    preview, which then shows this stack's diff, and a refusal in `up`.
-    """
+    """The layer exported by the shared stack, checked (`outputs.shared_layer_from_outputs`);
+    the graph waits until it resolves. The engine itself fails a reference to a stack that does not
+    exist ("unknown stack"); a refusal here is a clean `error:` line (RunError, no traceback)."""
     stack = qualified_stack_name(
         settings.shared_stack, pulumi.get_organization(), pulumi.get_project()
     )
