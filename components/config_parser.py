@@ -158,7 +158,10 @@ def _line(problem: Mapping[str, Any]) -> str:
     if problem["type"] == "missing":
         return f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
     message = problem["msg"].removeprefix("Value error, ")
-    got = _shown(str(problem["loc"][0]), problem.get("input")) if problem["loc"] else ""
+    value = problem.get("input")
+    # Never the value of a quiet key.
+    quiet = not problem["loc"] or str(problem["loc"][0]) in QUIET_KEYS | SECRET_KEYS
+    got = "" if quiet else f" (got {shown(value if isinstance(value, str) else repr(value))})"
     return f"  {config_key(key)}: {message}{got}"
 
 
@@ -166,13 +169,6 @@ def _location(loc: tuple[int | str, ...]) -> str:
     """`workerExtraEnv[2]`: the key, then the item's position in a list."""
     key = str(loc[0]) if loc else ""
     return key + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
-
-
-def _shown(key: str, value: object) -> str:
-    """What a refusal says about the value it refused; never the value of a quiet key."""
-    if key in QUIET_KEYS or key in SECRET_KEYS:
-        return ""
-    return f" (got {shown(value if isinstance(value, str) else repr(value))})"
 
 
 def _secret_problems(

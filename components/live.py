@@ -20,8 +20,6 @@ Manifest = dict[str, Any]
 REQUEST_TIMEOUT_SECONDS = 15
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
 
-_CLUSTER_SCOPED = frozenset({"Namespace"})
-
 
 @dataclass(frozen=True)
 class ObjectRef:
@@ -45,7 +43,7 @@ class ObjectRef:
     def collection_path(self) -> str:
         """The API path of this kind's collection in this object's namespace."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        where = "" if self.kind in _CLUSTER_SCOPED else f"/namespaces/{self.namespace}"
+        where = "" if self.kind == "Namespace" else f"/namespaces/{self.namespace}"
         return f"{root}{where}/{self.kind.lower()}s"  # every plural here is kind + s
 
     def path(self) -> str:

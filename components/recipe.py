@@ -33,11 +33,13 @@ from components.namespace import Namespace
 from components.secrets import Secrets, SecretValues
 from components.settings import StackSettings, qualified_stack_name
 
+Exports = dict[str, pulumi.Output[Any]]
+
 
 class Recipe(pulumi.ComponentResource):
     """Cosmos3 Nano Reasoner on Dynamo for one stack; `outputs` is the stack-output contract."""
 
-    outputs: dict[str, pulumi.Output[Any]]
+    outputs: Exports
 
     def __init__(
         self,
@@ -51,7 +53,7 @@ class Recipe(pulumi.ComponentResource):
         if settings.uses_shared_layer:
             layer = _read_shared_layer(name, settings, self)
             ready: list[pulumi.Input[pulumi.Resource]] = []
-            exported: dict[str, pulumi.Output[Any]] = {}
+            exported: Exports = {}
         else:
             layer, ready, exported = self._create_layer(name, settings, secrets, live)
         if settings.deploy_graph:
@@ -76,11 +78,7 @@ class Recipe(pulumi.ComponentResource):
 
     def _create_layer(
         self, name: str, settings: StackSettings, secrets: SecretValues | None, live: Live
-    ) -> tuple[
-        pulumi.Output[SharedLayer],
-        list[pulumi.Input[pulumi.Resource]],
-        dict[str, pulumi.Output[Any]],
-    ]:
+    ) -> tuple[pulumi.Output[SharedLayer], list[pulumi.Input[pulumi.Resource]], Exports]:
         """Namespace, secrets, cache, download and their guard: the layer, what the graph waits
         for, and the layer's exports for profile stacks."""
         if secrets is None:
