@@ -1,15 +1,22 @@
-"""Stack config as the CLI hands it to the program -> `StackSettings`, or one error naming every
-offending key and its fix.
+"""Stack config as the CLI hands it to the program -> `StackSettings`, or one `ConfigError` that
+names every offending key and its fix: unknown keys, each value that breaks its rule, the checks
+across keys (on the keys that did validate) and the secrets. A refusal shows a value only for a
+key outside `QUIET_KEYS`, and only when it is short; never a secret.
 
-Every problem is reported at once: unknown keys (`components.config_keys`), each value that breaks its rule, the checks
-across keys (run on the keys that did validate) and the secrets. A refusal shows a value only for
-a key outside `QUIET_KEYS`, and only when it is short; it never shows a secret.
+A key the program does not know is a typo of one it does, or of its namespace: one of this
+project's namespace that is not declared (`workerReplica`), or one of a namespace close to the
+project's (`cosmos3_nano_reasoner:workerReplicas`, another case, a zero-width space inside), the
+worse one: it looks like another namespace's key, so it would be ignored and the default deployed
+instead of what the file says. Each is refused with the key it most likely means, its invisible
+characters shown as escapes (`common.terminal`), so two keys that print alike are told apart.
 
+Over 300 lines: one pass over the stack config, whose every refusal lands in one message.
 No Pulumi import: the program, the offline render and the tests use it.
 """
 
 from __future__ import annotations
 
+import difflib
 import functools
 import json
 from collections.abc import Collection, Mapping
@@ -21,8 +28,8 @@ from pydantic import TypeAdapter, ValidationError
 
 from common.credentials import credential_kind, mask
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
+from common.terminal import invisible_characters, visible
 from common.yaml_input import yaml_documents
-from components.config_keys import declared_keys, unknown_key_lines
 from components.config_rules import shown
 from components.image_reference import holds_userinfo
 from components.settings import (
@@ -51,13 +58,9 @@ class ConfigError(ValueError):
 
 
 def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> StackSettings:
-    """Validate the project's config (keys with or without the project prefix) into settings.
-
-    `raw` holds every config value the CLI passes and `secret_keys` the keys it marks secret.
-    Secret values are only checked for presence and secrecy; they never enter the settings.
-    Keys of other namespaces (e.g. `pulumi:`) are ignored; unknown keys of this project are typos.
-    Raises only `ConfigError`.
-    """
+    """`raw`: every config value the CLI passes (keys with or without the project prefix; other
+    namespaces' are ignored), `secret_keys`: those it marks secret. Secret values are only checked
+    for presence and secrecy; they never enter the settings. Raises only `ConfigError`."""
     own = _own_keys(raw)
     declared = declared_keys()
     unknown = sorted(set(own) - declared - SECRET_KEYS)
@@ -70,7 +73,10 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     marked = {key.rpartition(":")[2] for key in secret_keys}
     secret_problems = _secret_problems(settings, unvalidated, present, marked)
     sections = [
-        (unknown_key_lines(raw, unknown), "Unknown stack config (a typo?):"),
+        (
+            _mistyped_namespace_lines(raw) + _unknown_lines(unknown),
+            "Unknown stack config (a typo?):",
+        ),
         (_plain_credential_lines(own), "Credentials in plain stack config:"),
         (problems, "Invalid stack config:"),
         (secret_problems, "Invalid secret config:"),
@@ -152,7 +158,10 @@ def _line(problem: Mapping[str, Any]) -> str:
     if problem["type"] == "missing":
         return f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
     message = problem["msg"].removeprefix("Value error, ")
-    got = _shown(str(problem["loc"][0]), problem.get("input")) if problem["loc"] else ""
+    value = problem.get("input")
+    # Never the value of a quiet key.
+    quiet = not problem["loc"] or str(problem["loc"][0]) in QUIET_KEYS | SECRET_KEYS
+    got = "" if quiet else f" (got {shown(value if isinstance(value, str) else repr(value))})"
     return f"  {config_key(key)}: {message}{got}"
 
 
@@ -160,13 +169,6 @@ def _location(loc: tuple[int | str, ...]) -> str:
     """`workerExtraEnv[2]`: the key, then the item's position in a list."""
     key = str(loc[0]) if loc else ""
     return key + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc[1:])
-
-
-def _shown(key: str, value: object) -> str:
-    """What a refusal says about the value it refused; never the value of a quiet key."""
-    if key in QUIET_KEYS or key in SECRET_KEYS:
-        return ""
-    return f" (got {shown(value if isinstance(value, str) else repr(value))})"
 
 
 def _secret_problems(
@@ -185,11 +187,8 @@ def _secret_problems(
             f"  {config_key('ngcApiKey')} is required to create the ngc-api-secret: "
             f'`pulumi config set --secret {config_key("ngcApiKey")} "$NGC_API_KEY"`'
         )
-    if (
-        settings.manages_secrets
-        and settings.uses_registry_mirror
-        and not present["registryPassword"]
-    ):
+    needs_password = settings.uses_registry_mirror and not present["registryPassword"]
+    if settings.manages_secrets and needs_password:
         problems.append(
             f"  {config_key('registryPassword')} is required with registryServer: "
             f"`pulumi config set --secret {config_key('registryPassword')} <password>`"
@@ -236,21 +235,85 @@ def _plain_credential_lines(own: Mapping[str, Any]) -> list[str]:
 
 
 def _oversized_lines(own: Mapping[str, Any]) -> list[str]:
-    lines = []
-    for key in sorted(own):
-        size = len(_text(own[key]).encode(errors="replace"))
-        if size > MAX_VALUE_BYTES:
-            lines.append(
-                f"  {config_key(key)}: {size // 1024} KiB, at most {MAX_VALUE_BYTES // 1024} KiB: "
-                "every object the program makes must stay under the API server's request limit"
-            )
-    return lines
+    sizes = {key: len(_text(value).encode(errors="replace")) for key, value in own.items()}
+    return [
+        f"  {config_key(key)}: {size // 1024} KiB, at most {MAX_VALUE_BYTES // 1024} KiB: "
+        "every object the program makes must stay under the API server's request limit"
+        for key, size in sorted(sizes.items())
+        if size > MAX_VALUE_BYTES
+    ]
 
 
 def _own_keys(raw: Mapping[str, Any]) -> dict[str, Any]:
-    own: dict[str, Any] = {}
-    for key, value in raw.items():
+    parts = [(key.rpartition(":"), value) for key, value in raw.items()]
+    return {name: value for (space, sep, name), value in parts if not sep or space == PROJECT}
+
+
+# --- keys the program does not know ----------------------------------------------------------
+
+REMOVED_KEYS = {
+    "servedModel": (
+        "no longer config: the NIM serves its own model id, which no setting renames "
+        "(components/names.py SERVED_MODEL); the stack output servedModel still names it"
+    ),
+}
+"""Keys older stack files may still set, with why they went."""
+
+
+def declared_keys() -> set[str]:
+    return {field.alias or name for name, field in StackSettings.model_fields.items()}
+
+
+def _unknown_lines(unknown: list[str]) -> list[str]:
+    lines = []
+    for key in unknown:
+        hint = REMOVED_KEYS.get(key) or _did_you_mean(key, "see docs/configuration.md")
+        lines.append(f"  {_key_shown(config_key(key))}: {hint} ({_removal(key)})")
+    return lines
+
+
+NEAR_NAMESPACE_RATIO = 0.8
+"""How alike a namespace must be to the project's to be a typo of it: one or two characters off
+in `cosmos3-nano-reasoner` (`pulumi`, `kubernetes` or `aws` are nowhere near)."""
+
+
+def _mistyped_namespace_lines(raw: Mapping[str, Any]) -> list[str]:
+    lines = []
+    for key in sorted(raw):
         namespace, sep, name = key.rpartition(":")
-        if not sep or namespace == PROJECT:
-            own[name] = value
-    return own
+        ratio = difflib.SequenceMatcher(None, _folded(namespace), _folded(PROJECT)).ratio()
+        if not sep or namespace == PROJECT or ratio < NEAR_NAMESPACE_RATIO:
+            continue
+        hint = _did_you_mean(name, f"this project's is {PROJECT}")
+        lines.append(
+            f"  {_key_shown(key)}: not this project's namespace, so it would be ignored; {hint} "
+            f"({_removal(key)})"
+        )
+    return lines
+
+
+def _did_you_mean(key: str, otherwise: str) -> str:
+    """The declared key `key` most likely means: the same once invisible characters, case and
+    `_`/`-` are set aside, else the closest spelling; `otherwise` when none is close."""
+    by_folded = {_folded(known): known for known in sorted(declared_keys() | SECRET_KEYS)}
+    close = difflib.get_close_matches(_folded(key), list(by_folded), n=1)
+    found = by_folded.get(_folded(key)) or (by_folded[close[0]] if close else None)
+    return f"did you mean {config_key(found)}?" if found else otherwise
+
+
+def _folded(text: str) -> str:
+    """`text` without invisible characters, casefolded, `_` read as `-`."""
+    return "".join(c for c in text if c.isprintable()).casefold().replace("_", "-")
+
+
+def _removal(key: str) -> str:
+    """How to remove a key: `pulumi config rm`, unless it holds a character nobody can type."""
+    if invisible_characters(key):
+        return "delete its line from the stack file: the key cannot be typed"
+    return f"`pulumi config rm {key if ':' in key else config_key(key)}`"
+
+
+def _key_shown(key: str) -> str:
+    """The key with its invisible characters as escapes, and named."""
+    hidden = invisible_characters(key)
+    return visible(key) + (f" (holds the invisible {', '.join(hidden)})" if hidden else "")

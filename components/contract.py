@@ -6,9 +6,7 @@ or the lab. Keys are camelCase, values are plain, and no secret is ever among th
 stage needs them; never rename one silently.
 
 An optional key may be absent, and absent means null: the Python SDK drops every None-valued
-output before it reaches the engine (pulumi `runtime/rpc.py` `serialize_properties`: "We treat
-properties that serialize to None as if they don't exist"), so `pulumi stack output --json` of a
-round-robin stack has no `sessionAffinityTtlSeconds` and no `sessionHeader` key at all.
+output before it reaches the engine (decision 0009).
 """
 
 from __future__ import annotations

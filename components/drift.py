@@ -1,17 +1,11 @@
 """Fields kubectl set that this program does not: the next update of the object removes them.
 
-Before every update (never in a preview), pulumi-kubernetes 4.25.0 hands the fields of kubectl's
-field managers (`kubectl` by apply, `kubectl-client-side-apply`, `kubectl-label`,
-`kubectl-annotate`, `kubectl-patch`, `kubectl-edit`, ...: any `kubectl*` manager) and of
-`before-first-apply` to its own (`fixCSAFieldManagers`, fluxcd ssa `PatchReplaceFieldsManagers`),
-then applies the program's object; server-side apply removes every field its manager owned and
-the object leaves out. A `team` label added with `kubectl label`, a node selector patched in by
-hand: gone with the first update after them, and the provider's diff (the program's inputs
-against its state) never names them.
-
-So before each object is applied, the program reads its field managers (metadata only: never a
-Secret's data) and warns, in the preview and in `up`, which fields the next update of it removes.
-The program does not keep them: what it deploys is what its config says (docs/day-two.md).
+Before every update, pulumi-kubernetes 4.25.0 hands the fields of kubectl's field managers (any
+`kubectl*` manager) and of `before-first-apply` to its own (`fixCSAFieldManagers`), then applies
+the program's object; server-side apply removes every field its manager owned and the object
+leaves out, and the provider's diff never names them. So before each object is applied, the
+program reads its field managers (metadata only: never a Secret's data) and warns, in the preview
+and in `up`, which fields the update removes (docs/day-two.md, "kubectl and the program").
 """
 
 from __future__ import annotations
@@ -73,8 +67,8 @@ def fields_removed(live_metadata: Manifest, manifest: Manifest) -> list[str]:
         if entry.get("subresource"):
             continue  # status and the like: an apply of the object never touches them
         leaves = set(_leaves(entry.get("fieldsV1") or {}, ()))
-        manager = str(entry.get("manager") or "")
-        if _handed_over(manager, str(entry.get("operation") or "")):
+        manager, operation = str(entry.get("manager") or ""), str(entry.get("operation") or "")
+        if any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER):
             handed |= leaves
         elif not manager.startswith("pulumi-kubernetes"):
             kept |= leaves
@@ -91,10 +85,6 @@ def _as_stored(manifest: Manifest) -> Manifest:
         return manifest
     data = dict.fromkeys(manifest["stringData"], "") | dict(manifest.get("data") or {})
     return {**manifest, "data": data}
-
-
-def _handed_over(manager: str, operation: str) -> bool:
-    return any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER)
 
 
 def _leaves(fields: Mapping[str, Any], prefix: tuple[Step, ...]) -> Iterator[tuple[Step, ...]]:

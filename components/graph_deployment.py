@@ -1,17 +1,9 @@
 """Graph component: the DynamoGraphDeployment of one routing profile, awaited until Ready.
 
-The provider applies the object and returns (`pulumi.com/skipAwait`; for a custom resource its
-deletion is still awaited); the program then waits in `pulumi up` until the operator reports
-`Ready` for the object's current generation (components/readiness.py):
-
-- within `graphReadyTimeoutSeconds` for a graph at its first generation (just created, or never
-  changed), within `graphUpdateTimeoutSeconds` after a change (a rolling restart of every worker);
-- ending early, with the graph's own reason, once its status says `failed` for that generation for
-  `FAILED_GRACE_SECONDS`;
-- every ending names the Ready condition's reason and message and what to look at; a re-run waits
-  again, from wherever the graph is.
-
-Every `pulumi up` ends with the graph Ready, including one that changed nothing.
+The provider applies it and returns (`pulumi.com/skipAwait`); the program then waits in `pulumi up`
+until the operator reports `Ready` for its current generation (components/readiness.py), within
+`graphReadyTimeoutSeconds` at its first generation and `graphUpdateTimeoutSeconds` after a change
+(docs/day-two.md, "The program waits itself"). Every `up` ends with the graph Ready.
 """
 
 from __future__ import annotations

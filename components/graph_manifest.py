@@ -15,6 +15,7 @@ from components.layer_manifests import (
     cache_mount,
     cache_volume,
     gpu_placement,
+    kube_object,
     nim_selection_env,
     pull_secrets,
     with_extra_env,
@@ -33,21 +34,16 @@ FRONTEND_RESOURCES = {
 
 
 def graph_deployment(args: GraphArgs, layer: SharedLayer) -> Manifest:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "metadata": {
-            "name": names.graph_name(args.routing.profile),
-            "namespace": layer.namespace,
-            "labels": names.labels("inference-graph"),
-            # The program waits for Ready itself (components/graph_deployment.py).
-            "annotations": names.object_annotations(skipAwait="true"),
-        },
-        "spec": {
-            "backendFramework": "vllm",
-            "components": [frontend(args, layer), worker(args.worker, layer)],
-        },
+    spec = {
+        "backendFramework": "vllm",
+        "components": [frontend(args, layer), worker(args.worker, layer)],
     }
+    name = names.graph_name(args.routing.profile)
+    # The program waits for Ready itself (components/graph_deployment.py).
+    annotations = names.object_annotations(skipAwait="true")
+    return kube_object(
+        API_VERSION, KIND, name, layer.namespace, "inference-graph", annotations, spec=spec
+    )
 
 
 def frontend(args: GraphArgs, layer: SharedLayer) -> Manifest:

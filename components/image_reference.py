@@ -147,11 +147,8 @@ def _not_a_reference(value: str) -> list[str]:
 def _split_tag(rest: str) -> tuple[str, str | None]:
     """`name` and `tag` of `name[:tag]`: the ':' after the last '/' starts the tag (a ':' before
     it is a registry port)."""
-    slash = rest.rfind("/")
-    colon = rest.rfind(":")
-    if colon > slash:
-        return rest[:colon], rest[colon + 1 :]
-    return rest, None
+    name, colon, tag = rest.rpartition(":")
+    return (name, tag) if colon and "/" not in tag else (rest, None)
 
 
 def _is_registry(first: str) -> bool:

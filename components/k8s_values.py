@@ -66,22 +66,29 @@ def _regex_error(what: str, fmt: str, *examples: str) -> str:
     return f"must be {what} (e.g. {shown}; regex used for validation is '{fmt}')"
 
 
+def _length_and_format(
+    value: str, max_length: int, fmt: str, what: str, *examples: str
+) -> list[str]:
+    """The two problems validation.go reports for most names: too long, and not its regex."""
+    problems = []
+    if len(value) > max_length:
+        problems.append(f"must be no more than {max_length} characters")
+    if not _fullmatch(fmt, value):
+        problems.append(_regex_error(what, fmt, *examples))
+    return problems
+
+
 def is_dns1123_label(value: str) -> list[str]:
     """validation.go IsDNS1123Label: namespaces, claim names."""
-    problems = []
-    if len(value) > DNS1123_LABEL_MAX_LENGTH:
-        problems.append(f"must be no more than {DNS1123_LABEL_MAX_LENGTH} characters")
-    if not _fullmatch(_DNS1123_LABEL_FMT, value):
-        problems.append(
-            _regex_error(
-                "a lowercase RFC 1123 label: lowercase alphanumerics or '-', starting and ending "
-                "with an alphanumeric",
-                _DNS1123_LABEL_FMT,
-                "my-name",
-                "123-abc",
-            )
-        )
-    return problems
+    return _length_and_format(
+        value,
+        DNS1123_LABEL_MAX_LENGTH,
+        _DNS1123_LABEL_FMT,
+        "a lowercase RFC 1123 label: lowercase alphanumerics or '-', starting and ending with an "
+        "alphanumeric",
+        "my-name",
+        "123-abc",
+    )
 
 
 def is_system_namespace(name: str) -> bool:
@@ -91,19 +98,14 @@ def is_system_namespace(name: str) -> bool:
 
 def is_dns1123_subdomain(value: str) -> list[str]:
     """validation.go IsDNS1123Subdomain: storage class names, label key prefixes."""
-    problems = []
-    if len(value) > DNS1123_SUBDOMAIN_MAX_LENGTH:
-        problems.append(f"must be no more than {DNS1123_SUBDOMAIN_MAX_LENGTH} characters")
-    if not _fullmatch(_DNS1123_SUBDOMAIN_FMT, value):
-        problems.append(
-            _regex_error(
-                "a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', starting "
-                "and ending with an alphanumeric",
-                _DNS1123_SUBDOMAIN_FMT,
-                "example.com",
-            )
-        )
-    return problems
+    return _length_and_format(
+        value,
+        DNS1123_SUBDOMAIN_MAX_LENGTH,
+        _DNS1123_SUBDOMAIN_FMT,
+        "a lowercase RFC 1123 subdomain: lowercase alphanumerics, '-' or '.', starting and ending "
+        "with an alphanumeric",
+        "example.com",
+    )
 
 
 def is_qualified_name(value: str) -> list[str]:
@@ -128,37 +130,22 @@ def is_qualified_name(value: str) -> list[str]:
         else:
             problems += [f"prefix part {problem}" for problem in is_dns1123_subdomain(prefix)]
     if not name:
-        problems.append("name part must be non-empty")
-    elif len(name) > QUALIFIED_NAME_MAX_LENGTH:
-        problems.append(f"name part must be no more than {QUALIFIED_NAME_MAX_LENGTH} characters")
-    if name and not _fullmatch(_QUALIFIED_NAME_FMT, name):
-        problems.append(
-            "name part "
-            + _regex_error(
-                "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
-                _QUALIFIED_NAME_FMT,
-                "MyName",
-                "my.name",
-            )
-        )
-    return problems
+        return [*problems, "name part must be non-empty"]
+    what = "alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+    found = _length_and_format(
+        name, QUALIFIED_NAME_MAX_LENGTH, _QUALIFIED_NAME_FMT, what, "MyName", "my.name"
+    )
+    return problems + [f"name part {problem}" for problem in found]
 
 
 def is_valid_label_value(value: str) -> list[str]:
     """validation.go IsValidLabelValue: empty, or a qualified name's name part."""
-    problems = []
-    if len(value) > LABEL_VALUE_MAX_LENGTH:
-        problems.append(f"must be no more than {LABEL_VALUE_MAX_LENGTH} characters")
-    if value and not _fullmatch(_QUALIFIED_NAME_FMT, value):
-        problems.append(
-            _regex_error(
-                "empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric",
-                _QUALIFIED_NAME_FMT,
-                "MyValue",
-                "my_value",
-            )
-        )
-    return problems
+    if not value:
+        return []
+    what = "empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
+    return _length_and_format(
+        value, LABEL_VALUE_MAX_LENGTH, _QUALIFIED_NAME_FMT, what, "MyValue", "my_value"
+    )
 
 
 def is_env_var_name(value: str) -> list[str]:

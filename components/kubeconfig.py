@@ -30,21 +30,14 @@ class KubeconfigError(ValueError):
     """A kubeconfig that cannot give a client for the context asked; the message says why."""
 
 
-def kubeconfig_source(kubeconfig: str | Path | None) -> str:
-    """The file (or `$KUBECONFIG`'s list of files) a client is built from: the one named, else
-    `$KUBECONFIG` as it is now, else ~/.kube/config (client-go's and the provider's order)."""
-    if kubeconfig:
-        return str(kubeconfig)
-    return os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG
-
-
 def api_client(kubeconfig: str | Path | None, context: str | None) -> Any:
-    """A `kubernetes.client.ApiClient` for `context` of `kubeconfig` (None: `kubeconfig_source`),
-    without touching the client's global configuration; None for `context` is the file's
-    current context, which only a user's explicit tool run asks for (`tools.validate`)."""
+    """A `kubernetes.client.ApiClient` for `context` of `kubeconfig` (None: `$KUBECONFIG`, which
+    may list several files, else ~/.kube/config, as client-go and the provider read them), without
+    touching the client's global configuration; None for `context` is the file's current context,
+    which only a user's explicit tool run asks for (`tools.validate`)."""
     from kubernetes import config
 
-    source = kubeconfig_source(kubeconfig)
+    source = str(kubeconfig or os.environ.get("KUBECONFIG") or DEFAULT_KUBECONFIG)
     where = f"context {context!r} of" if context else "the current context of"
     _check_files(source, named=bool(kubeconfig), where=where)
     try:
@@ -85,6 +78,9 @@ def _reason(error: BaseException) -> str:
         return "not valid YAML: nested too deep"
     if isinstance(error, (TypeError, AttributeError, KeyError, IndexError)):
         return f"its structure is not a kubeconfig's ({type(error).__name__})"
-    first_line = (str(error).strip().splitlines() or [""])[0][:300]
     kind = "" if type(error).__name__ == "ConfigException" else f"{type(error).__name__}: "
-    return mask(kind + first_line)
+    return mask(kind + first_line(error))
+
+
+def first_line(error: BaseException) -> str:
+    return (str(error).strip().splitlines() or [""])[0][:300]

@@ -1,16 +1,9 @@
 """Layer guard component: no `pulumi destroy` deletes what a running graph stands on.
 
-A running graph uses its layer's namespace, model cache claim and Secrets. The claim and the
-namespace are protected, but the engine continues past a protected resource when it deletes
-without a preview (`pulumi destroy --skip-preview`, and every destroy through the Automation API):
-it would delete the Secrets and the download Job beside them, and the graph's workers would fail
-on their next restart. The engine never deletes a resource while one that depends on it stays
-(pulumi `performPostSteps`: the dependencies of a delete that failed are skipped), so this
-protected ConfigMap, which depends on everything else in the layer, is the first thing any
-destroy meets: refused, it keeps all of it, with or without the preview.
-
-Tearing a layer down is therefore deliberate: destroy the profile stacks, then unprotect the layer
-stack and destroy it (docs/day-two.md, "Tear down").
+The engine continues past a protected resource when it destroys without a preview, but never
+deletes a resource while one that depends on it stays (pulumi `performPostSteps`). So this
+protected ConfigMap, which depends on everything else in the layer, is the first thing any destroy
+meets, and refused, it keeps all of it (docs/day-two.md, "What destroy does"; decision 0012).
 """
 
 from __future__ import annotations

@@ -30,23 +30,29 @@ class SharedLayer:
     """Of the credentials in those Secrets (components/credentials_digest.py); marks the workers."""
 
 
-def _metadata(name: str, namespace: str | None, component: str) -> Manifest:
+def kube_object(
+    api_version: str,
+    kind: str,
+    name: str,
+    namespace: str | None,
+    component: str,
+    annotations: dict[str, str] | None = None,
+    **fields: Any,
+) -> Manifest:
+    """An object with the recipe's labels and annotations (`names.object_annotations()` unless
+    given); `fields` follow its metadata."""
     metadata: Manifest = {
         "name": name,
         "labels": names.labels(component),
-        "annotations": names.object_annotations(),
+        "annotations": annotations or names.object_annotations(),
     }
     if namespace is not None:
         metadata["namespace"] = namespace
-    return metadata
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **fields}
 
 
 def namespace(args: NamespaceArgs) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": _metadata(args.name, None, "namespace"),
-    }
+    return kube_object("v1", "Namespace", args.name, None, "namespace")
 
 
 def ngc_secret(namespace_name: str, api_key: object) -> Manifest:
@@ -56,20 +62,16 @@ def ngc_secret(namespace_name: str, api_key: object) -> Manifest:
 
 def registry_pull_secret(namespace_name: str, docker_config: object) -> Manifest:
     """docker-registry Secret for a private mirror; `docker_config` from `docker_config_json`."""
-    string_data = {".dockerconfigjson": docker_config}
+    data = {".dockerconfigjson": docker_config}
     return _secret(
-        names.REGISTRY_PULL_SECRET, namespace_name, "kubernetes.io/dockerconfigjson", string_data
+        names.REGISTRY_PULL_SECRET, namespace_name, "kubernetes.io/dockerconfigjson", data
     )
 
 
-def _secret(name: str, namespace_name: str, type_: str, string_data: Manifest) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": _metadata(name, namespace_name, "credentials"),
-        "type": type_,
-        "stringData": string_data,
-    }
+def _secret(name: str, namespace_name: str, type_: str, data: Manifest) -> Manifest:
+    return kube_object(
+        "v1", "Secret", name, namespace_name, "credentials", type=type_, stringData=data
+    )
 
 
 LAYER_GUARD_NOTE = """\
@@ -83,12 +85,10 @@ stack first, then follow "Tear down" in the project's docs/day-two.md.
 
 def layer_guard(namespace_name: str) -> Manifest:
     """The layer guard's ConfigMap (components/layer_guard.py): constant, so never replaced."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": _metadata(names.LAYER_GUARD, namespace_name, "layer-guard"),
-        "data": {"README": LAYER_GUARD_NOTE},
-    }
+    guard = {"README": LAYER_GUARD_NOTE}
+    return kube_object(
+        "v1", "ConfigMap", names.LAYER_GUARD, namespace_name, "layer-guard", data=guard
+    )
 
 
 def docker_config_json(server: str, username: str, password: str) -> str:
@@ -99,16 +99,14 @@ def docker_config_json(server: str, username: str, password: str) -> str:
 
 
 def model_cache_claim(args: ModelCacheArgs) -> Manifest:
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": _metadata(args.claim, args.namespace, "model-cache"),
-        "spec": {
-            "accessModes": ["ReadWriteMany"],
-            "storageClassName": args.storage_class,
-            "resources": {"requests": {"storage": args.size}},
-        },
+    spec = {
+        "accessModes": ["ReadWriteMany"],
+        "storageClassName": args.storage_class,
+        "resources": {"requests": {"storage": args.size}},
     }
+    return kube_object(
+        "v1", "PersistentVolumeClaim", args.claim, args.namespace, "model-cache", spec=spec
+    )
 
 
 def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
@@ -241,12 +239,10 @@ def model_download_job(
 
     Its memory is the workers' (`workerMemory`): the NIM counts a pod's memory limit as system
     memory when it selects a profile, so a smaller Job could download a profile the workers would
-    not select. Its `activeDeadlineSeconds` (`modelDownloadTimeoutSeconds`) is what ends a download
-    that cannot finish: Kubernetes fails the Job that long after its start, Pending included, and
-    frees its GPU; the program's wait ends with it (components/readiness.py). `rerun_of` names a
-    failed Job this one runs again (components/model_download.py).
+    not select. Its `activeDeadlineSeconds` ends a download that cannot finish (docs/day-two.md);
+    `rerun_of` names a failed Job this one runs again (components/model_download.py).
     """
-    gpus = _gpu(args.gpus)
+    gpus = {"nvidia.com/gpu": str(args.gpus)} if args.gpus else {}
     memory = {"memory": args.worker.memory}
     container = {
         "name": "download",
@@ -261,29 +257,29 @@ def model_download_job(
         },
         "volumeMounts": [cache_mount()],
     }
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": _metadata(names.MODEL_DOWNLOAD_JOB, layer.namespace, "model-download")
-        | {"annotations": names.object_annotations(**names.PROVIDER_WAIT_ENDS_AT_ONCE)},
-        "spec": {
-            "backoffLimit": 3,
-            "activeDeadlineSeconds": args.timeout_seconds,
-            "template": {
-                "metadata": {"labels": names.labels("model-download")}
-                | ({"annotations": {names.RERUN_ANNOTATION: rerun_of}} if rerun_of else {}),
-                "spec": {
-                    "restartPolicy": "Never",
-                    "securityContext": NIM_POD_SECURITY_CONTEXT,
-                    **gpu_placement(args.worker, layer),
-                    "initContainers": [cache_owner_container(args.worker.image)],
-                    "containers": [container],
-                    "volumes": [cache_volume(layer)],
-                },
+    spec = {
+        "backoffLimit": 3,
+        "activeDeadlineSeconds": args.timeout_seconds,
+        "template": {
+            "metadata": {"labels": names.labels("model-download")}
+            | ({"annotations": {names.RERUN_ANNOTATION: rerun_of}} if rerun_of else {}),
+            "spec": {
+                "restartPolicy": "Never",
+                "securityContext": NIM_POD_SECURITY_CONTEXT,
+                **gpu_placement(args.worker, layer),
+                "initContainers": [cache_owner_container(args.worker.image)],
+                "containers": [container],
+                "volumes": [cache_volume(layer)],
             },
         },
     }
-
-
-def _gpu(count: int) -> dict[str, str]:
-    return {"nvidia.com/gpu": str(count)} if count else {}
+    annotations = names.object_annotations(**names.PROVIDER_WAIT_ENDS_AT_ONCE)
+    return kube_object(
+        "batch/v1",
+        "Job",
+        names.MODEL_DOWNLOAD_JOB,
+        layer.namespace,
+        "model-download",
+        annotations,
+        spec=spec,
+    )

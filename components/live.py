@@ -1,20 +1,10 @@
 """What the cluster holds now, read-only: the few facts the provider's diff cannot see.
 
-The provider applies what the program registers and compares it with its state; it does not tell
-the program what runs. Three decisions need the live cluster:
-
-- the model download (`components.model_download`): is the Job still running (this update waits
-  for it, never deletes it), has it failed (this update runs it again), is it complete;
-- the waits (`components.readiness`): the download's and the graph's progress, read until they end,
-  in the program's own words; whether the graph exists (its create or its update timeout);
-- drift (`components.drift`): which fields kubectl owns on an object, which the next update of it
-  removes.
-
-Reads go through the kubeconfig and context the provider uses (`kubeContext`, `kubeconfigPath`).
-A Secret's data is never read: objects whose content is not needed are fetched as metadata only
-(`PartialObjectMetadata`). A read that cannot be made (no credentials on a pull request's preview,
-an unreachable API server, a refusal) raises `LiveReadError` with what the API server said, never
-with the request's credentials; callers decide what an unknown means.
+The model download (is the Job running, failed, complete), the waits (`components.readiness`) and
+drift (`components.drift`: which fields kubectl owns) read the live cluster, through the
+kubeconfig and context the provider uses. A Secret's data is never read: objects whose content is
+not needed are fetched as metadata only. A read that cannot be made raises `LiveReadError` with
+what the API server said, never the request's credentials; callers decide what unknown means.
 """
 
 from __future__ import annotations
@@ -24,23 +14,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from components.kubeconfig import KubeconfigError, api_client
+from components.kubeconfig import KubeconfigError, api_client, first_line
 
 Manifest = dict[str, Any]
 REQUEST_TIMEOUT_SECONDS = 15
 METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1"
-
-_PLURALS = {
-    "Namespace": "namespaces",
-    "Secret": "secrets",
-    "ConfigMap": "configmaps",
-    "PersistentVolumeClaim": "persistentvolumeclaims",
-    "Pod": "pods",
-    "Event": "events",
-    "Job": "jobs",
-    "DynamoGraphDeployment": "dynamographdeployments",
-}
-_CLUSTER_SCOPED = frozenset({"Namespace"})
 
 
 @dataclass(frozen=True)
@@ -65,8 +43,8 @@ class ObjectRef:
     def collection_path(self) -> str:
         """The API path of this kind's collection in this object's namespace."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        where = "" if self.kind in _CLUSTER_SCOPED else f"/namespaces/{self.namespace}"
-        return f"{root}{where}/{_PLURALS[self.kind]}"
+        where = "" if self.kind == "Namespace" else f"/namespaces/{self.namespace}"
+        return f"{root}{where}/{self.kind.lower()}s"  # every plural here is kind + s
 
     def path(self) -> str:
         return f"{self.collection_path()}/{self.name}"
@@ -90,22 +68,6 @@ class ClusterView(Protocol):
     def metadata(self, ref: ObjectRef) -> Manifest | None: ...
 
     def list(self, ref: ObjectRef, selector: Mapping[str, str] | None = None) -> list[Manifest]: ...
-
-
-class NoCluster:
-    """No cluster at all: every read raises (the offline render's and a test's default)."""
-
-    def __init__(self, why: str = "no cluster is configured") -> None:
-        self.why = why
-
-    def get(self, ref: ObjectRef) -> Manifest | None:
-        raise LiveReadError(self.why)
-
-    def metadata(self, ref: ObjectRef) -> Manifest | None:
-        raise LiveReadError(self.why)
-
-    def list(self, ref: ObjectRef, selector: Mapping[str, str] | None = None) -> list[Manifest]:
-        raise LiveReadError(self.why)
 
 
 T = TypeVar("T")
@@ -185,7 +147,7 @@ class KubernetesView:
         except LiveReadError:
             raise
         except Exception as error:  # noqa: BLE001 -- any transport failure: the cluster is unknown
-            raise LiveReadError(f"{type(error).__name__}: {_first_line(error)}") from None
+            raise LiveReadError(f"{type(error).__name__}: {first_line(error)}") from None
 
 
 def connect(context: str, kubeconfig: str = "") -> ClusterView:
@@ -194,8 +156,7 @@ def connect(context: str, kubeconfig: str = "") -> ClusterView:
 
 
 def _connect(context: str, kubeconfig: str) -> Request:
-    """A GET through the `kubernetes` client, for `context` of `kubeconfig` (empty: $KUBECONFIG,
-    which may list several files, else ~/.kube/config, as the provider reads it)."""
+    """A GET through the `kubernetes` client, for `context` of `kubeconfig` (`api_client`)."""
     try:
         api = api_client(kubeconfig or None, context)
     except KubeconfigError as error:
@@ -230,7 +191,3 @@ def _refusal(what: str, status: int, body: bytes | str) -> str:
     except ValueError:
         message = ""
     return f"reading {what}: HTTP {status}" + (f": {message}" if message else "")
-
-
-def _first_line(error: BaseException) -> str:
-    return (str(error).strip().splitlines() or [""])[0][:300]

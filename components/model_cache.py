@@ -1,18 +1,9 @@
 """Model cache component: the ReadWriteMany claim that holds the downloaded NIM weights.
 
-Losing it means a new multi-GB download, so a created claim is protected. Kubernetes cannot change a
-claim's storage class or access mode in place, and pulumi-kubernetes plans a replacement for such a
-change; the engine refuses to replace a protected resource, at preview already:
-
-    error: unable to replace resource "urn:...::kubernetes:core/v1:PersistentVolumeClaim::..."
-    as it is currently marked for protection. To unprotect the resource, remove the `protect` flag
-    from the resource in your Pulumi program and run `pulumi up`
-
-(pulumi `pkg/resource/deploy/step_generator.go`). `pulumi destroy` and a renamed claim stop too
-("... cannot be deleted because it is protected"). The storage class is read before the claim is
-created, so a class that does not exist stops `up` before any claim exists (a new stack's first
-preview cannot tell: its provider does not exist yet).
-A claim that already exists (`modelCacheMode: existing`) is kept as it is and only read.
+Losing it means a new multi-GB download, so a created claim is protected: the engine refuses, at
+preview already, the replacement a new storage class or access mode plans, and a destroy or a
+renamed claim (docs/deploying.md). A claim that already exists (`modelCacheMode: existing`) is
+only read.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
 """Model download component: the Job that fills the cache before any worker starts.
 
-What a re-run does with the Job the cluster holds, decided from the live Job (components/live.py),
+What a re-run does with the Job the cluster holds is decided from the live Job (components/live.py),
 never from the provider's view of it:
 
-- **still running** (a `pulumi up` interrupted by Ctrl-C or a kill, then run again): left alone;
-  this update waits for it. The provider's `replaceUnready`, which this program no longer sets,
-  would delete a running download and start it over.
-- **failed** (its deadline passed, or its pod failed four times): run again. Its uid goes into the
-  new Job's pod template (`names.RERUN_ANNOTATION`); a changed template is what makes the provider
-  replace a Job (delete, then create), and the preview shows that replacement and says why.
-- **complete**: left alone. A Job that runs again keeps its mark from then on, so nothing changes.
+- **still running** (an interrupted `pulumi up` run again): left alone and waited for. The
+  provider's `replaceUnready`, which this program no longer sets, would start it over.
+- **failed**: run again. Its uid goes into the new Job's pod template (`names.RERUN_ANNOTATION`): a
+  changed template is what makes the provider replace a Job, and the preview shows why.
+- **complete**: left alone. A Job that ran again keeps its mark, so nothing changes.
 
-A change to the pod template (image, command, env, placement, mirror) replaces the Job too, which
-downloads into the same cache; its other fields (deadline, retries) update in place.
-
-The wait (`components.readiness`) runs in `pulumi up`, after the provider has applied the Job, and
-ends when the Job completes, when Kubernetes fails it (its `activeDeadlineSeconds`,
-`modelDownloadTimeoutSeconds`, counts from its start, Pending included), or at that deadline plus
-`DEADLINE_MARGIN_SECONDS` if Kubernetes has not ended it (a pod stuck `Terminating` on a node that
-is gone). A failure says why, with its pods' states and what to check; the graph is then never
-created or updated.
+The wait (`components.readiness`) ends when the Job completes, when Kubernetes fails it (its
+`activeDeadlineSeconds`, `modelDownloadTimeoutSeconds`), or at that deadline plus
+`DEADLINE_MARGIN_SECONDS`; a failure says why, with its pods' states and what to check.
 """
 
 from __future__ import annotations
@@ -44,6 +36,7 @@ from components.readiness import (
     duration,
     job_failure,
     job_verdict,
+    parsed_time,
     wait_for,
 )
 
@@ -150,11 +143,8 @@ def live_job_notes(
 
 def _stuck_terminating(pod: dict[str, Any], ref: ObjectRef, now: datetime) -> str:
     metadata = pod.get("metadata") or {}
-    since = metadata.get("deletionTimestamp")
-    if not since:
-        return ""
-    deleting = datetime.strptime(since, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
-    if now - deleting < timedelta(seconds=STUCK_TERMINATING_SECONDS):
+    deleting = parsed_time(metadata.get("deletionTimestamp"))
+    if deleting is None or now - deleting < timedelta(seconds=STUCK_TERMINATING_SECONDS):
         return ""
     name = metadata.get("name", "?")
     how_long = duration((now - deleting).total_seconds())
@@ -198,10 +188,9 @@ def _awaited(job: k8s.batch.v1.Job, live: Live, ref: ObjectRef, deadline: int) -
 
 def past_deadline(job: dict[str, Any], pods: list[dict[str, Any]], deadline: int) -> Verdict | None:
     """A running Job past its deadline and the margin: Kubernetes has not ended it."""
-    started = (job.get("status") or {}).get("startTime")
-    if not started or job_failure(job) is not None:
+    start = parsed_time((job.get("status") or {}).get("startTime"))
+    if start is None or job_failure(job) is not None:
         return None
-    start = datetime.strptime(started, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     if datetime.now(UTC) - start < timedelta(seconds=deadline + DEADLINE_MARGIN_SECONDS):
         return None
     running = job_verdict(job, pods)

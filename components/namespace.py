@@ -14,17 +14,9 @@ from components.live import Live
 
 
 class Namespace(pulumi.ComponentResource):
-    """The namespace every object of the recipe lives in.
-
-    Kubernetes deletes everything in a namespace that is deleted: the model cache claim and its
-    weights, and the graphs of other stacks in it. So a namespace this stack creates is
-    `protect`ed (setting `createNamespace` to false or renaming it stops at preview, "cannot be
-    deleted because it is protected") and retained on delete (`retainOnDelete`: even unprotected,
-    a `pulumi destroy` only forgets it; `kubectl delete namespace` is the one way it goes). The
-    same holds for one that already existed, with its claim (`modelCacheMode: existing`): the
-    pinned provider takes it over on create (decision 0011), and from then on it is protected the
-    same way, never deleted by any command of this program.
-    """
+    """The namespace every object of the recipe lives in, protected and retained on delete when
+    this stack creates it or takes it over: deleting a namespace deletes everything in it, the
+    model cache and other stacks' graphs included (docs/deploying.md)."""
 
     name: pulumi.Output[str]
     """Namespace name; depends on the Namespace resource when this stack creates it."""

@@ -65,11 +65,8 @@ an earlier version of this program has no credentialsDigest: `ordering_problems`
 
 
 def layer_outputs(layer: SharedLayer) -> dict[str, object]:
-    """The layer's names, as the stack that owns it exports them for profile stacks.
-
-    `workerImage` and `modelCacheReady` come from the download (`ModelDownload`): the image the
-    cache was filled with, and whether that download completed.
-    """
+    """The layer's names, as the stack that owns it exports them for profile stacks; the recipe
+    adds the download's `workerImage` and `modelCacheReady`."""
     return {
         "namespace": layer.namespace,
         "modelCacheClaim": layer.model_cache_claim,

@@ -1,20 +1,12 @@
 """When is the download done, when is the graph Ready, and why not: read from the live objects.
 
-The program waits for what it deploys itself, after the provider has applied it, instead of
-through the provider's awaits (pulumi-kubernetes 4.25.0), which the real tier and the provider's
-source show fall short here:
-
-- The Job's await restarts its timer on every event and the informer resyncs every minute, so its
-  timeout never fires; it ends only on a `Failed` condition, which Kubernetes 1.31+ writes once the
-  pods are gone, so a pod stuck `Terminating` holds `pulumi up` forever. Here a Job has failed as
-  soon as it says `FailureTarget` (the failure is decided), and the wait is bounded by the Job's
-  own deadline plus `DEADLINE_MARGIN_SECONDS`.
-- The graph's `condition=Ready` wait ends with "timed out waiting for the condition", never with
-  the graph's own reason, and waits out its whole timeout for a graph whose status already says
-  `failed`. Here a graph that stays `failed` for its current generation ends the wait after
-  `FAILED_GRACE_SECONDS`, and every ending names the graph's Ready reason and message.
-
-Each verdict is a pure function of the objects; `wait_for` polls one until it is done or failed.
+The program waits for what it deploys itself, after the provider has applied it: the provider's
+awaits (pulumi-kubernetes 4.25.0) never time a Job out, hold `up` on a pod stuck `Terminating`,
+and end a graph's wait without its reason (docs/day-two.md, "The program waits itself"). Here a
+Job has failed as soon as it says `FailureTarget`, its wait is bounded by its deadline plus
+`DEADLINE_MARGIN_SECONDS`, and a graph `failed` for its generation for `FAILED_GRACE_SECONDS`
+ends the wait with its Ready reason. Each verdict is a pure function of the objects; `wait_for`
+polls one until it is done or failed.
 """
 
 from __future__ import annotations
@@ -79,9 +71,8 @@ def job_failure(job: Manifest) -> Manifest | None:
     """The condition that says a Job has failed: `FailureTarget` (1.31+: decided, pods may still
     be terminating) or `Failed`."""
     for kind in ("FailureTarget", "Failed"):
-        found = condition(job, kind)
-        if found is not None and found.get("status") == "True":
-            return found
+        if is_true(job, kind):
+            return condition(job, kind)
     return None
 
 
@@ -135,23 +126,19 @@ def pod_state(pod: Manifest, now: datetime) -> str:
 # --- the graph -------------------------------------------------------------------------------
 
 
-def graph_generation_seen(graph: Manifest, ready: Manifest | None) -> bool:
-    """Does the status describe the object's current spec? The Ready condition's
-    `observedGeneration`, else the status's, compared with `metadata.generation` (as kubectl wait
-    and the provider compare them); a status that records neither is taken as current."""
-    generation = (graph.get("metadata") or {}).get("generation")
-    observed = (ready or {}).get("observedGeneration")
-    if observed is None:
-        observed = (graph.get("status") or {}).get("observedGeneration")
-    return generation is None or observed is None or int(observed) >= int(generation)
-
-
 def graph_verdict(graph: Manifest) -> Verdict:
     """Ready for its current generation, failed (the operator's `state: failed` for it), or not
     yet: always with the Ready condition's reason and message."""
     ready = condition(graph, "Ready")
     status = graph.get("status") or {}
-    current = graph_generation_seen(graph, ready)
+    # Does the status describe the current spec? The Ready condition's `observedGeneration`, else
+    # the status's, against `metadata.generation` (as kubectl wait and the provider compare them);
+    # a status that records neither is taken as current.
+    generation = (graph.get("metadata") or {}).get("generation")
+    observed = (ready or {}).get("observedGeneration")
+    if observed is None:
+        observed = status.get("observedGeneration")
+    current = generation is None or observed is None or int(observed) >= int(generation)
     if ready is None:
         state = status.get("state") or "no status yet"
         return Verdict(Outcome.WAITING, f"no Ready condition yet (state: {state})")
@@ -159,7 +146,6 @@ def graph_verdict(graph: Manifest) -> Verdict:
     message = str(ready.get("message") or "").strip()
     details = (message,) if message else ()
     if not current:
-        generation = (graph.get("metadata") or {}).get("generation")
         return Verdict(
             Outcome.WAITING, f"{said} is for an earlier generation than {generation}", details
         )
@@ -224,14 +210,17 @@ async def _judged(judge: Callable[[], Verdict]) -> Verdict:
         return Verdict(Outcome.WAITING, f"the cluster did not answer: {error}")
 
 
-def _since(timestamp: str | None, now: datetime) -> str:
-    if not timestamp:
-        return ""
+def parsed_time(timestamp: str | None) -> datetime | None:
+    """An API timestamp (`2026-12-05T06:00:00Z`), or None when there is none or it is malformed."""
     try:
-        then = datetime.strptime(timestamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+        return datetime.strptime(timestamp or "", "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
     except ValueError:
-        return ""
-    return duration(max(0.0, (now - then).total_seconds()))
+        return None
+
+
+def _since(timestamp: str | None, now: datetime) -> str:
+    then = parsed_time(timestamp)
+    return duration(max(0.0, (now - then).total_seconds())) if then else ""
 
 
 def duration(seconds: float) -> str:

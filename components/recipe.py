@@ -33,11 +33,13 @@ from components.namespace import Namespace
 from components.secrets import Secrets, SecretValues
 from components.settings import StackSettings, qualified_stack_name
 
+Exports = dict[str, pulumi.Output[Any]]
+
 
 class Recipe(pulumi.ComponentResource):
     """Cosmos3 Nano Reasoner on Dynamo for one stack; `outputs` is the stack-output contract."""
 
-    outputs: dict[str, pulumi.Output[Any]]
+    outputs: Exports
 
     def __init__(
         self,
@@ -51,7 +53,7 @@ class Recipe(pulumi.ComponentResource):
         if settings.uses_shared_layer:
             layer = _read_shared_layer(name, settings, self)
             ready: list[pulumi.Input[pulumi.Resource]] = []
-            exported: dict[str, pulumi.Output[Any]] = {}
+            exported: Exports = {}
         else:
             layer, ready, exported = self._create_layer(name, settings, secrets, live)
         if settings.deploy_graph:
@@ -68,17 +70,15 @@ class Recipe(pulumi.ComponentResource):
             contract = pulumi.Output.all(layer, graph.ready).apply(
                 lambda both: outputs.graph_outputs(settings, both[0]).to_json_dict()
             )
-            exported |= _keyed(contract, StackOutputs.keys())
+            # An absent key exports None, which the SDK never sends to the engine: absent there too.
+            contract_keys = StackOutputs.keys()
+            exported |= {key: contract.apply(_getter(key)) for key in contract_keys}
         self.outputs = exported
         self.register_outputs(exported)
 
     def _create_layer(
         self, name: str, settings: StackSettings, secrets: SecretValues | None, live: Live
-    ) -> tuple[
-        pulumi.Output[SharedLayer],
-        list[pulumi.Input[pulumi.Resource]],
-        dict[str, pulumi.Output[Any]],
-    ]:
+    ) -> tuple[pulumi.Output[SharedLayer], list[pulumi.Input[pulumi.Resource]], Exports]:
         """Namespace, secrets, cache, download and their guard: the layer, what the graph waits
         for, and the layer's exports for profile stacks."""
         if secrets is None:
@@ -200,14 +200,9 @@ def graph_args(settings: StackSettings) -> GraphArgs:
 def _read_shared_layer(
     name: str, settings: StackSettings, parent: pulumi.Resource
 ) -> pulumi.Output[SharedLayer]:
-    """The layer exported by the shared stack, checked; the graph waits until it resolves.
-
-    The engine itself fails a reference to a stack that does not exist ("unknown stack", pulumi
-    `backendClient.GetStackOutputs`); a stack that exists but lacks what this stack needs is
-    refused here with what to do, as a clean `error:` line (RunError, no traceback). What only
-    the order of updates settles (a new image, a download not yet complete) is a warning in a
-    preview, which then shows this stack's diff, and a refusal in `up`.
-    """
+    """The layer exported by the shared stack, checked (`outputs.shared_layer_from_outputs`);
+    the graph waits until it resolves. The engine itself fails a reference to a stack that does not
+    exist ("unknown stack"); a refusal here is a clean `error:` line (RunError, no traceback)."""
     stack = qualified_stack_name(
         settings.shared_stack, pulumi.get_organization(), pulumi.get_project()
     )
@@ -226,13 +221,6 @@ def _read_shared_layer(
         return layer
 
     return shared.outputs.apply(checked)
-
-
-def _keyed(
-    values: pulumi.Output[dict[str, Any]], keys: tuple[str, ...]
-) -> dict[str, pulumi.Output[Any]]:
-    # An absent key exports None, which the SDK never sends to the engine: absent there too.
-    return {key: values.apply(_getter(key)) for key in keys}
 
 
 def _getter(key: str) -> Callable[[dict[str, Any]], Any]:

@@ -25,12 +25,9 @@ class SecretValues:
 
 
 class Secrets(pulumi.ComponentResource):
-    """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`.
-
-    A changed key or password updates a Secret in place (the provider's `enableSecretMutable`):
-    no moment where a starting pod finds it missing. `digest` marks the workers that read them
-    (components/credentials_digest.py); it is plain, never the values.
-    """
+    """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`, updated in place
+    (`provider_options`). `digest` marks the workers that read them
+    (components/credentials_digest.py); it is plain, never the values."""
 
     digest: pulumi.Output[str]
 

@@ -1,16 +1,9 @@
-"""Stack settings: the one place stack config is parsed and validated.
+"""Stack settings: every key declared in `Pulumi.yaml`, as one frozen, validated `StackSettings`.
 
-Every key is declared, with type, default and description, in `Pulumi.yaml`; the CLI merges those
-defaults under `Pulumi.<stack>.yaml` and hands the program the result. `parse_stack_config` turns
-that flat mapping into one frozen `StackSettings` (`components.config_parser.parse_stack_config`),
-or raises `ConfigError` naming every offending key and the fix, before any resource is registered.
-
-Each value is checked against the rule of the Kubernetes field it lands in
-(`components.k8s_values`), so config the program accepts is config the API server accepts. The
-checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others did not.
-
-This module has no Pulumi import: the program, the offline render (through the program under
-Pulumi's mocks) and the tests use it.
+Each value is checked against the rule of the Kubernetes field it lands in (`components.k8s_values`,
+through `components.config_rules`), so config the program accepts is config the API server
+accepts; the checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others
+did not. `components.config_parser.parse_stack_config` builds it. No Pulumi import.
 """
 
 from __future__ import annotations
@@ -63,9 +56,7 @@ name or a path is nobody else's business. Every other key's value is shown when 
 
 
 class StackSettings(BaseModel):
-    """Validated stack config. Field aliases are the config keys of `Pulumi.yaml`.
-
-    Build it with `parse_stack_config`, which also runs the checks across keys."""
+    """Validated stack config; field aliases are the config keys of `Pulumi.yaml`."""
 
     model_config = ConfigDict(
         alias_generator=to_camel, frozen=True, extra="forbid", validate_by_name=True
@@ -121,12 +112,11 @@ class StackSettings(BaseModel):
 
     @property
     def uses_shared_layer(self) -> bool:
-        """True when namespace, secrets and model cache belong to another stack."""
+        """Namespace, secrets and model cache belong to another stack, which creates them."""
         return bool(self.shared_stack)
 
     @property
     def manages_secrets(self) -> bool:
-        """True when this stack creates the NGC (and registry) secrets."""
         return not self.uses_shared_layer
 
     @property

@@ -12,7 +12,7 @@ from pulumi import RunError
 
 from components.contract import StackOutputs
 from components.credentials_digest import credentials_digest
-from components.live import NoCluster
+from components.live import KubernetesView, LiveReadError
 from tests.support import NGC_KEY
 from tools.mock_engine import MockCluster, ProgramRun
 from tools.offline import shared_layer_outputs
@@ -522,8 +522,11 @@ def test_a_graph_that_says_failed_fails_the_run_with_its_reason(run_stack: RunSt
 
 
 def test_a_preview_without_a_cluster_runs_and_changes_nothing(run_stack: RunStack) -> None:
+    def refuse(*_: object) -> tuple[int, bytes]:
+        raise LiveReadError("no credentials")
+
     quiet = run_stack("dev", preview=True)
-    blind = run_stack("dev", cluster=NoCluster("no credentials"), preview=True)
+    blind = run_stack("dev", cluster=KubernetesView("ctx", request=refuse), preview=True)
 
     def objects(run: ProgramRun) -> dict[str, Any]:
         return {r.type: r.inputs for r in run.kubernetes_objects()}
