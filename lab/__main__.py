@@ -32,8 +32,15 @@ from common.input_files import MAX_RECORD_BYTES, read_text
 from common.output_folders import OutputFolderError, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
-from lab.cluster_ab import LabClusterAbTarget
+from lab.ab import (
+    DEFAULT_OUT,
+    DirectGraphs,
+    LabAbTarget,
+    copy_latest_report,
+    lab_archive,
+    write_summary,
+)
+from lab.cluster_ab import ClusterGraphs
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
@@ -57,22 +64,12 @@ def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
     install = LabInstall().require()  # before anything starts: say how to install it
     args.out.mkdir(parents=True, exist_ok=True)
-    target: LabAbTarget | LabClusterAbTarget
-    if args.direct:
-        target = LabAbTarget(
-            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
-        )
-    else:
-        target = LabClusterAbTarget(
-            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
-        )
+    source = DirectGraphs() if args.direct else ClusterGraphs()
+    target = LabAbTarget(args.out, args.workers, install, args.time_scale, source=source)
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
     started = time.monotonic()
-    try:
+    with target:  # the graphs, then the cluster: also after a failure or Ctrl-C
         result = run_orchestrator(target, run, ab_say)
-    finally:
-        if isinstance(target, LabClusterAbTarget):
-            target.close()  # the graphs, then the cluster: also after a failure or Ctrl-C
     write_summary(target, run, result, time.monotonic() - started)
     copy_latest_report(result, args.out)
     if result.report is not None:
