@@ -15,8 +15,14 @@
                                              rest (`lab/planner/predict_cli.py`, docs/lab-prediction.md)
 
 Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
-run), 130 interrupted; `stage` exits with the stage's own status. Each command's `--out` is the
-lab's own folder, one command at a time (`lab/out_folder.py`); what it prints is masked.
+run), 130 interrupted; `stage` exits with the stage's own status. What it prints is masked.
+
+Each command's `--out` (`build/lab`, `build/lab/predict`) is claimed first
+(`common.output_folders`): a new or empty folder, one the lab wrote before (its
+`.written-files.json` says so) or one holding only such folders, never one holding files of anyone
+else, and never while another lab command runs on it (so a second `lab up` on the same folder
+refuses to start). The committed `docs/lab-prediction/` carries the lab's marker. Every file a lab
+command writes there is written whole, never through a link (`common.confined_paths`).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from pathlib import Path
 
 from common.credentials import masked_output
 from common.input_files import MAX_RECORD_BYTES, read_text
-from common.output_folders import OutputFolderError, os_error_reason
+from common.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.ab import (
@@ -44,9 +50,9 @@ from lab.cluster_ab import ClusterGraphs
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
-from lab.out_folder import lab_out
 from lab.planner.calibration import CalibrationError
 from lab.planner.capacity import CapacityError
+from lab.planner.predict_cli import PROFILE
 from lab.planner.predict_cli import add_commands as add_prediction_commands
 from lab.time_scale import MAX_TIME_SCALE
 from lab.tools import lab_tools
@@ -107,6 +113,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 WATCH_SECONDS = 1.0
+WRITER = "python -m lab"
 ISOLATED = {"ab", "up", "calibrate", "predict", "capacity"}
 """Commands run in their own network namespace (`lab.isolation`): nothing they start is
 reachable from outside; `up`'s frontend is forwarded from 127.0.0.1, for trying things by hand."""
@@ -166,11 +173,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.set_defaults(handler=_ab)
 
     up = commands.add_parser("up", help="run one lab graph until Ctrl-C")
-    up.add_argument(
-        "--profile",
-        choices=[p.value for p in RoutingProfile],
-        default=RoutingProfile.ROUND_ROBIN.value,
-    )
+    up.add_argument("--profile", **PROFILE, default=RoutingProfile.ROUND_ROBIN.value)
     up.add_argument("--workers", default=DEFAULT_WORKERS, help="mock workers", **workers)
     up.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
@@ -206,7 +209,7 @@ def _run(args: argparse.Namespace) -> int:
         with signals_as_keyboard_interrupt():
             if not hasattr(args, "out"):  # `stage`: the stage claims its own --out
                 return int(args.handler(args))
-            with lab_out(args.out, args.command):
+            with claimed_folder(args.out, WRITER, command=f"{WRITER} {args.command}"):
                 return int(args.handler(args))
     except KeyboardInterrupt:
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)
