@@ -17,12 +17,8 @@
 Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
 run), 130 interrupted; `stage` exits with the stage's own status. What it prints is masked.
 
-Each command's `--out` (`build/lab`, `build/lab/predict`) is claimed first
-(`common.output_folders`): a new or empty folder, one the lab wrote before (its
-`.written-files.json` says so) or one holding only such folders, never one holding files of anyone
-else, and never while another lab command runs on it (so a second `lab up` on the same folder
-refuses to start). The committed `docs/lab-prediction/` carries the lab's marker. Every file a lab
-command writes there is written whole, never through a link (`common.confined_paths`).
+Each command's `--out` is the lab's own folder, claimed for one command at a time
+(`common.output_folders`; docs/lab.md says which folders are the lab's).
 """
 
 from __future__ import annotations

@@ -1,27 +1,15 @@
 """The lab A/B's graph source through `pulumi up`: it measures the graphs the program deploys.
 
-`python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine:
-
-1. the local cluster (`testenv.cluster`: the real kube-apiserver with the real DGD CRD, kwok's GPU
-   nodes), started without kwok's stand-in status for graphs;
-2. the lab controller (`lab.controller`), which runs each DynamoGraphDeployment on it for real:
-   the real Dynamo frontend with the object's command line, a `dynamo.mocker` per worker replica;
-3. a copy of the project with a file backend of its own (`testenv.local_stacks.local_project`),
-   its stacks made and set through the Automation API, as the A/B then drives them: `shared`
-   (the layer), `round-robin` and `session-affinity` with the lab's worker count, and the affinity TTL at the run's time scale (`sessionAffinityTtlSeconds`, the config a
-   user sets);
-4. the A/B orchestrator's cluster target (`stages.ab.cluster_target`) over the engine's `pulumi`
-   through the Automation API: `pulumi up` of the layer, then of each profile, one at a time, and
-   `pulumi destroy` after it;
-5. the stages as local processes with the lab's tools (AIPerf, the tiny tokenizer), against the
-   frontend the controller runs for the stack: reached from the stack's outputs unchanged. They
-   name the frontend Service (`frontendService` in `namespace`, on `kubeContext`), which the
-   controller made as the operator would and annotated with the address its frontend listens on.
-
-Why an address on the Service rather than `portForwardCommand`: `kubectl port-forward` needs a pod
-behind the Service and a kubelet that forwards; kwok emulates one only for ports fixed when it
-starts (its config) or through its own CRDs, which the engine does not install, while each graph's
-frontend gets a free port when it starts. The Service is the object the outputs name either way.
+`python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine
+(docs/lab.md, "Through `pulumi up`", says each step and why): the local cluster
+(`testenv.cluster`, without kwok's stand-in status for graphs); the lab controller
+(`lab.controller`), which runs each DynamoGraphDeployment on it for real; a copy of the project
+with a file backend of its own (`testenv.local_stacks.local_project`), its stacks made and set
+through the Automation API (the lab's worker count, the affinity TTL at the run's time scale);
+the orchestrator's cluster target (`stages.ab.cluster_target`) for `pulumi up` and `pulumi
+destroy`; the stages as local processes against the frontend the stack's Service names, whose
+annotation the controller wrote (`lab.frontend_service`): `kubectl port-forward` needs a kubelet
+that forwards, which kwok emulates only for ports fixed when it starts.
 
 Everything is stopped on the way out, a failure and Ctrl-C included: the controller's graphs, then
 the cluster (by PID). Its folders are under `--out`: `cluster/`, `pulumi/` (the project copy and its

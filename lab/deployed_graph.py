@@ -16,6 +16,11 @@ The lab controller (`lab/controller.py`) turns each graph on its local API serve
 
 An object the lab cannot run (no frontend, a frontend without a command, an environment value it
 cannot resolve) raises `UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
+
+What the controller writes back is the operator's vocabulary (`graph_status`): a `state`
+(`pending`, `successful`, `failed`) and one `Ready` condition whose reason is the controller's
+`Phase`, both with `observedGeneration`, which `pulumi up`'s readiness wait
+(components/readiness.py) compares; a `failed` state ends that wait early with the reason.
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from components.names import SERVED_MODEL
@@ -141,3 +148,40 @@ def _env_values(entries: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
             )
         values.append((str(entry["name"]), str(entry.get("value", ""))))
     return values
+
+
+MESSAGE_LIMIT = 4000
+"""A condition's message is a few lines: the start-up failure's log tails are cut there."""
+
+
+class Phase(StrEnum):
+    """Where the controller is with a graph; `Ready` is the only phase that serves."""
+
+    STARTING = "Starting"
+    READY = "Ready"
+    START_FAILED = "StartFailed"
+    PROCESS_EXITED = "ProcessExited"
+    UNRUNNABLE = "Unrunnable"
+    STOPPED = "ControllerStopped"
+
+
+STATE = {Phase.STARTING: "pending", Phase.READY: "successful"}
+"""The graph's `state` for a phase (the CRD's enum); any other phase is `failed`."""
+
+
+def graph_status(phase: Phase, message: str, generation: int) -> dict[str, Any]:
+    """The status to write for a graph of `generation` in `phase`, with `message` as the reason."""
+    return {
+        "state": STATE.get(phase, "failed"),
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if phase is Phase.READY else "False",
+                "reason": phase.value,
+                "message": message[:MESSAGE_LIMIT],
+                "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "observedGeneration": generation,
+            }
+        ],
+    }

@@ -59,13 +59,11 @@ def _calibrate(args: argparse.Namespace) -> int:
             f"--reference-concurrency {args.reference_concurrency}: {table.source} has no such "
             f"level; choose one of {', '.join(map(str, table.concurrencies))}"
         )
-    slowdown = args.slowdown or DEFAULT_SLOWDOWN
-    runner = LabRunner(args.out / "calibration-runs")
     calibration = calibrate(
         table,
         args.reference_concurrency,
-        runner,
-        slowdown,
+        LabRunner(args.out / "calibration-runs"),
+        args.slowdown or DEFAULT_SLOWDOWN,
         args.warm_engine_ms,
         args.tolerance,
         args.max_runs,
@@ -92,13 +90,9 @@ def _sweep(
 
 
 def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
-    recipe = RECIPE_TABLE
-    same = (sweep.workers, sweep.questions, sweep.output_tokens) == (
-        recipe.workers,
-        recipe.questions,
-        recipe.output_tokens,
-    )
-    return recipe if same and sweep.affinity_ttl_seconds == 300 else None
+    ours = (sweep.workers, sweep.questions, sweep.output_tokens, sweep.affinity_ttl_seconds)
+    recipe = (RECIPE_TABLE.workers, RECIPE_TABLE.questions, RECIPE_TABLE.output_tokens, 300)
+    return RECIPE_TABLE if ours == recipe else None
 
 
 def _predict(args: argparse.Namespace) -> int:
@@ -108,9 +102,8 @@ def _predict(args: argparse.Namespace) -> int:
     slowdown = args.slowdown or calibration.slowdown
     runner = LabRunner(args.out / "prediction-runs")
     prediction = predict(calibration, sweep, runner, slowdown)
-    second = None
-    if args.check_slowdown:
-        second = predict(calibration, sweep, runner, args.check_slowdown)
+    check = args.check_slowdown
+    second = predict(calibration, sweep, runner, check) if check else None
     _write(args.out, calibration, prediction, second, given)
     return 0
 
@@ -156,16 +149,11 @@ def _capacity(args: argparse.Namespace) -> int:
         args.slowdown or calibration.slowdown,
     )
     write_model(plan, args.out / f"capacity-{args.profile}.json")
+    goal = f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms"
     if plan.workers is None:
-        print(
-            f"{args.profile}: no fleet up to {args.max_workers} workers serves "
-            f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms"
-        )
+        print(f"{args.profile}: no fleet up to {args.max_workers} workers serves {goal}")
         return 1
-    print(
-        f"{args.profile}: {plan.workers} workers serve {args.target_rps:g} req/s within "
-        f"TTFT p95 {args.max_ttft_p95_ms:g} ms (the lab's prediction)"
-    )
+    print(f"{args.profile}: {plan.workers} workers serve {goal} (the lab's prediction)")
     return 0
 
 
@@ -179,7 +167,7 @@ def _results(help_text: str) -> dict[str, Any]:
 
 
 OUT = {"type": Path, "default": DEFAULT_OUT, "help": f"where files go (default {DEFAULT_OUT})"}
-PROFILE = {"choices": [p.value for p in RoutingProfile]}
+PROFILE: dict[str, Any] = {"choices": [p.value for p in RoutingProfile]}
 COMMON: dict[str, dict[str, Any]] = {
     "--out": OUT,
     "--slowdown": {
@@ -209,6 +197,7 @@ WHAT_IF: dict[str, dict[str, Any]] = {
         "help": "pause of 0..N ms before each follow-up question (default 0)",
     },
 }
+# Each command: its help, its handler, its own options (after COMMON), whether it takes WHAT_IF.
 COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
     "calibrate": (
         "tune the lab to one measured level of both profiles",
@@ -290,8 +279,6 @@ COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
         True,
     ),
 }
-"""Each command: its help, its handler, its own options (after `COMMON`), and whether it takes
-the what-if options."""
 
 
 def add_options(parser: argparse._ActionsContainer, options: dict[str, dict[str, Any]]) -> None:
