@@ -41,14 +41,13 @@ from lab.deployed_graph import (
     graph_status,
     read_graph,
 )
-from lab.frontend_command import FrontendCommand
 from lab.frontend_service import (
     GROUP,
     VERSION,
     annotate_frontend_service,
     owns_frontend_service,
 )
-from lab.graph import LabGraph, LabGraphError
+from lab.graph import FrontendCommand, LabGraph, LabGraphError
 
 PLURAL = "dynamographdeployments"
 POLL_SECONDS = 0.5

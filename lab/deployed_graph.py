@@ -34,8 +34,7 @@ from typing import Any
 
 from components.names import SERVED_MODEL
 from lab.environment import LabInstall
-from lab.frontend_command import FrontendCommand
-from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, GraphSpec
+from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, FrontendCommand, GraphSpec
 
 FRONTEND_TYPE = "frontend"
 WORKER_TYPES = ("worker", "prefill", "decode")
