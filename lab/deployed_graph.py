@@ -1,26 +1,17 @@
-"""What the lab runs for a DynamoGraphDeployment, read from the object as the API server stores it.
+"""A DynamoGraphDeployment as the lab controller reads it, and the status it writes back.
 
-The lab controller (`lab/controller.py`) turns each graph on its local API server into a lab graph
-(`lab.graph.GraphSpec`), never recomputing anything from the stack's settings:
+The controller (`lab/controller.py`) turns each graph on its local API server into a lab graph
+(`lab.graph.GraphSpec`) from the object as the API server stores it, never from the stack's
+settings: the command line and `env` of the frontend container (`main`, else the first, of the
+component of type `frontend`), and one `dynamo.mocker` per replica of the components of type
+`worker` (`prefill`, `decode`): their NIM container cannot run here, so the lab's mock engine
+stands in, serving the name the stack's outputs promise (`components.names.SERVED_MODEL`).
+docs/lab.md says what the lab sets over them. An object the lab cannot run raises
+`UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
 
-- **Frontend**: the container `main` (else the first) of the component of type `frontend`: its
-  `command` + `args` as one command line, its `env` values. The lab sets only where it listens
-  (127.0.0.1 and a free port, `lab.graph.listen_on`), puts its Dynamo venv first on the PATH (where
-  the frontend image finds `python3`), and adds its own environment under the object's (discovery
-  through files, state confined to the graph's folder: `lab.environment.dynamo_environment`).
-- **Workers**: the components of type `worker` (or `prefill`/`decode`, counted alike), one
-  `dynamo.mocker` per replica. Their container is the Cosmos3 NIM's, which cannot run here (GPUs,
-  the model), so the mapping is the lab's: Dynamo's mock engine with the lab's tiny tokenizer, the
-  lab's timing (`lab.mocker_timing`) and the model name the stack's outputs promise
-  (`components.names.SERVED_MODEL`: the NIM serves that name, and the stages ask for it).
-
-An object the lab cannot run (no frontend, a frontend without a command, an environment value it
-cannot resolve) raises `UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
-
-What the controller writes back is the operator's vocabulary (`graph_status`): a `state`
-(`pending`, `successful`, `failed`) and one `Ready` condition whose reason is the controller's
-`Phase`, both with `observedGeneration`, which `pulumi up`'s readiness wait
-(components/readiness.py) compares; a `failed` state ends that wait early with the reason.
+The status is the operator's vocabulary (`graph_status`): a `state` and one `Ready` condition
+whose reason is the controller's `Phase`, with `observedGeneration`, which `pulumi up`'s
+readiness wait (components/readiness.py) compares; a `failed` state ends that wait early.
 """
 
 from __future__ import annotations

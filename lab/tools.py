@@ -7,12 +7,7 @@ from lab.standin import VideoStandIn
 from lab.time_scale import REAL_TIME
 from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.core.results import RunConditions
-from stages.core.workload import PerfWorkload, VideoMedia
 from stages.local.run import LocalTools
-
-
-def _stand_in(workload: PerfWorkload) -> VideoMedia:
-    return VideoStandIn(workload.prefix_tokens)
 
 
 def lab_tools(
@@ -25,7 +20,7 @@ def lab_tools(
     return LocalTools(
         aiperf=ready.aiperf_executable,
         tokenizer=str(ready.model_dir),
-        media_for=_stand_in,
+        media_for=lambda workload: VideoStandIn(workload.prefix_tokens),
         default_workload=LAB_WORKLOAD,
         recipe_workload=LAB_RECIPE_WORKLOAD,
         conditions=conditions,
