@@ -65,7 +65,6 @@ from stages.options import add_workload_arguments, checked_option, positive_inte
 def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
     install = LabInstall().require()  # before anything starts: say how to install it
-    args.out.mkdir(parents=True, exist_ok=True)
     source = DirectGraphs() if args.direct else ClusterGraphs()
     target = LabAbTarget(args.out, args.workers, install, args.time_scale, source=source)
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
