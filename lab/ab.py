@@ -33,13 +33,7 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import REAL_SPEED
-from lab.time_scale import (
-    PROBE_SECONDS,
-    REAL_TIME,
-    given_conditions,
-    probe_host,
-    probed_conditions,
-)
+from lab.time_scale import REAL_TIME, chosen_conditions
 from lab.tools import lab_tools
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
@@ -204,16 +198,7 @@ class LabAbTarget:
         self.source.prepare(self, say)
 
     def choose_conditions(self, say: Say) -> None:
-        """The time scale asked for, or the host probe's when None."""
-        if self.time_scale is None:
-            say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
-            self.conditions = probed_conditions(probe_host())
-        else:
-            self.conditions = given_conditions(self.time_scale)
-        scale = self.conditions.time_scale
-        pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
-        chosen_by = self.conditions.chosen_by
-        say(f"the graphs run at {pace} (chosen by {chosen_by}); results are in real time")
+        self.conditions = chosen_conditions(self.time_scale, say)
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         started = time.monotonic()

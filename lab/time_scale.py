@@ -15,6 +15,7 @@ says whether it stayed within what K corrects for (`RunConditions.disturbed`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from stages.core.results import HostLoad, RunConditions
 from stages.local.host_load import HostSampler
@@ -58,7 +59,17 @@ def probed_conditions(load: HostLoad) -> RunConditions:
     )
 
 
-def given_conditions(time_scale: float) -> RunConditions:
-    return RunConditions(
-        time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
-    )
+def chosen_conditions(time_scale: float | None, say: Callable[[str], None]) -> RunConditions:
+    """The one time scale both graphs of a `lab ab` run at (so both pay the same overheads):
+    `time_scale` (`--time-scale`), or the host probe's when None; said either way."""
+    if time_scale is None:
+        say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
+        conditions = probed_conditions(probe_host())
+    else:
+        conditions = RunConditions(
+            time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
+        )
+    scale, chosen_by = conditions.time_scale, conditions.chosen_by
+    pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
+    say(f"the graphs run at {pace} (chosen by {chosen_by}); results are in real time")
+    return conditions
