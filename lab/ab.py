@@ -5,16 +5,8 @@ local cluster and run by the lab controller (`lab.cluster_ab.ClusterGraphs`, the
 started directly from the routing settings (`DirectGraphs`, `--direct`). Each profile gets a
 fresh graph (one Dynamo frontend, N mock workers on loopback), the same smoke and perf programs a
 cluster's Jobs run, its results archived in a local directory archive, and the graph stopped;
-then the report of both. Everything lands under `build/lab/`:
-
-    report.md, ab-chart.png             the A/B report of the latest run (a copy)
-    <run-id>/<profile>/{smoke,perf}     each profile's results: answer, datasets, AIPerf exports
-    <run-id>/report/                    the run's report, sources.json naming the archived runs
-    archive/                            the archive (`--endpoint-url file://...build/lab/archive`)
-    runs/<profile>/                     the graph's outputs.json and process logs
-    summary.json                        timings, the graph's peak memory, each profile's outcome
-
-A second `python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.
+then the report of both, all under `build/lab/` (docs/lab.md lists its files). A second
+`python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.
 """
 
 from __future__ import annotations
