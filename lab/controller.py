@@ -38,6 +38,7 @@ from lab.deployed_graph import (
     Phase,
     UnrunnableGraph,
     WorkerMapping,
+    graph_at,
     graph_status,
     read_graph,
 )
@@ -47,7 +48,7 @@ from lab.frontend_service import (
     annotate_frontend_service,
     owns_frontend_service,
 )
-from lab.graph import FrontendCommand, LabGraph, LabGraphError
+from lab.graph import LabGraph, LabGraphError
 
 PLURAL = "dynamographdeployments"
 POLL_SECONDS = 0.5
@@ -183,8 +184,7 @@ class GraphController:
             wanted = read_graph(item)
         except UnrunnableGraph as reason:
             self._halt(managed)
-            metadata = item["metadata"]
-            managed.graph = _unrunnable(metadata)
+            managed.graph = graph_at(item["metadata"])
             managed.phase, managed.message = Phase.UNRUNNABLE, str(reason)
         else:
             if managed.graph is None or managed.retry or _restart_needed(managed.graph, wanted):
@@ -276,24 +276,8 @@ class GraphController:
 
 
 def _restart_needed(running: DeployedGraph, wanted: DeployedGraph) -> bool:
-    return (running.uid, running.frontend, running.workers, running.worker_template) != (
-        wanted.uid,
-        wanted.frontend,
-        wanted.workers,
-        wanted.worker_template,
-    )
-
-
-def _unrunnable(metadata: Mapping[str, Any]) -> DeployedGraph:
-    """Where to write an unrunnable graph's status (it runs nothing)."""
-    return DeployedGraph(
-        namespace=metadata["namespace"],
-        name=metadata["name"],
-        uid=metadata["uid"],
-        generation=int(metadata.get("generation", 0)),
-        frontend=FrontendCommand(argv=()),
-        workers=0,
-    )
+    fields = ("uid", "frontend", "workers", "worker_template")
+    return any(getattr(running, name) != getattr(wanted, name) for name in fields)
 
 
 def _first_line(error: BaseException) -> str:

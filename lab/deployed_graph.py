@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
@@ -54,8 +54,8 @@ class DeployedGraph:
     name: str
     uid: str
     generation: int
-    frontend: FrontendCommand
-    workers: int
+    frontend: FrontendCommand = field(default_factory=FrontendCommand)
+    workers: int = 0
     worker_template: str = ""
     """The workers' pod templates, as JSON: a change restarts them, as the operator's rolling
     update would (a rotated credential's digest, a new image)."""
@@ -93,17 +93,24 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
             f"the graph's worker components have {workers} replicas in all; the lab runs 1 to "
             f"{MAX_WORKERS} mock workers"
         )
-    return DeployedGraph(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
-        generation=int(metadata.get("generation", 0)),
+    return replace(
+        graph_at(metadata),
         frontend=_frontend_command(frontends[0]),
         workers=workers,
         worker_template=json.dumps(
             [c.get("podTemplate") for c in components if c.get("type") in WORKER_TYPES],
             sort_keys=True,
         ),
+    )
+
+
+def graph_at(metadata: Mapping[str, Any]) -> DeployedGraph:
+    """Where a graph is, running nothing (where an unrunnable graph's status is written)."""
+    return DeployedGraph(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        generation=int(metadata.get("generation", 0)),
     )
 
 

@@ -68,7 +68,7 @@ class FrontendCommand:
     command and args as one argv, and its environment. The first word is looked up on a PATH that
     starts with the lab's Dynamo venv (as the frontend image's PATH finds its `python3`)."""
 
-    argv: tuple[str, ...]
+    argv: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
 
 
