@@ -51,8 +51,7 @@ from lab.planner.capacity import CapacityError
 from lab.planner.predict_cli import PROFILE
 from lab.planner.predict_cli import add_commands as add_prediction_commands
 from lab.time_scale import MAX_TIME_SCALE
-from lab.tools import lab_tools
-from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD, lab_tools
 from stages import cli as stages_cli
 from stages.ab.cli import ab_run, add_run_arguments, print_summary
 from stages.ab.cli import say as ab_say
