@@ -15,8 +15,10 @@
                                              rest (`lab/planner/predict_cli.py`, docs/lab-prediction.md)
 
 Exit status: 0 done, 1 the run failed (reason on stderr), 2 bad usage or input (nothing was
-run), 130 interrupted; `stage` exits with the stage's own status. Each command's `--out` is the
-lab's own folder, one command at a time (`lab/out_folder.py`); what it prints is masked.
+run), 130 interrupted; `stage` exits with the stage's own status. What it prints is masked.
+
+Each command's `--out` is the lab's own folder, claimed for one command at a time
+(`common.output_folders`; docs/lab.md says which folders are the lab's).
 """
 
 from __future__ import annotations
@@ -29,21 +31,27 @@ from pathlib import Path
 
 from common.credentials import masked_output
 from common.input_files import MAX_RECORD_BYTES, read_text
-from common.output_folders import OutputFolderError, os_error_reason
+from common.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from lab.ab import DEFAULT_OUT, LabAbTarget, copy_latest_report, lab_archive, write_summary
-from lab.cluster_ab import LabClusterAbTarget
+from lab.ab import (
+    DEFAULT_OUT,
+    DirectGraphs,
+    LabAbTarget,
+    copy_latest_report,
+    lab_archive,
+    write_summary,
+)
+from lab.cluster_ab import ClusterGraphs
 from lab.environment import LabInstall, LabNotInstalled
 from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
-from lab.out_folder import lab_out
 from lab.planner.calibration import CalibrationError
 from lab.planner.capacity import CapacityError
+from lab.planner.predict_cli import PROFILE
 from lab.planner.predict_cli import add_commands as add_prediction_commands
 from lab.time_scale import MAX_TIME_SCALE
-from lab.tools import lab_tools
-from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD, lab_tools
 from stages import cli as stages_cli
 from stages.ab.cli import ab_run, add_run_arguments, print_summary
 from stages.ab.cli import say as ab_say
@@ -56,23 +64,12 @@ from stages.options import add_workload_arguments, checked_option, positive_inte
 def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
     install = LabInstall().require()  # before anything starts: say how to install it
-    args.out.mkdir(parents=True, exist_ok=True)
-    target: LabAbTarget | LabClusterAbTarget
-    if args.direct:
-        target = LabAbTarget(
-            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
-        )
-    else:
-        target = LabClusterAbTarget(
-            out=args.out, workers=args.workers, install=install, time_scale=args.time_scale
-        )
+    source = DirectGraphs() if args.direct else ClusterGraphs()
+    target = LabAbTarget(args.out, args.workers, install, args.time_scale, source=source)
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
     started = time.monotonic()
-    try:
+    with target:  # the graphs, then the cluster: also after a failure or Ctrl-C
         result = run_orchestrator(target, run, ab_say)
-    finally:
-        if isinstance(target, LabClusterAbTarget):
-            target.close()  # the graphs, then the cluster: also after a failure or Ctrl-C
     write_summary(target, run, result, time.monotonic() - started)
     copy_latest_report(result, args.out)
     if result.report is not None:
@@ -110,6 +107,7 @@ def _up(args: argparse.Namespace) -> int:
 
 
 WATCH_SECONDS = 1.0
+WRITER = "python -m lab"
 ISOLATED = {"ab", "up", "calibrate", "predict", "capacity"}
 """Commands run in their own network namespace (`lab.isolation`): nothing they start is
 reachable from outside; `up`'s frontend is forwarded from 127.0.0.1, for trying things by hand."""
@@ -169,11 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     ab.set_defaults(handler=_ab)
 
     up = commands.add_parser("up", help="run one lab graph until Ctrl-C")
-    up.add_argument(
-        "--profile",
-        choices=[p.value for p in RoutingProfile],
-        default=RoutingProfile.ROUND_ROBIN.value,
-    )
+    up.add_argument("--profile", **PROFILE, default=RoutingProfile.ROUND_ROBIN.value)
     up.add_argument("--workers", default=DEFAULT_WORKERS, help="mock workers", **workers)
     up.add_argument(
         "--out", type=Path, default=DEFAULT_OUT, help=f"output directory (default {DEFAULT_OUT})"
@@ -209,7 +203,7 @@ def _run(args: argparse.Namespace) -> int:
         with signals_as_keyboard_interrupt():
             if not hasattr(args, "out"):  # `stage`: the stage claims its own --out
                 return int(args.handler(args))
-            with lab_out(args.out, args.command):
+            with claimed_folder(args.out, WRITER, command=f"{WRITER} {args.command}"):
                 return int(args.handler(args))
     except KeyboardInterrupt:
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)

@@ -1,17 +1,12 @@
 """`python -m lab ab`: the A/B orchestrator (`stages.ab`) with the lab as its target.
 
-Each profile gets a fresh lab graph (one Dynamo frontend, N mock workers on loopback), the same
-smoke and perf programs a cluster's Jobs run, its results archived in a local directory archive,
-and the graph stopped; then the report of both. Everything lands under `build/lab/`:
-
-    report.md, ab-chart.png             the A/B report of the latest run (a copy)
-    <run-id>/<profile>/{smoke,perf}     each profile's results: answer, datasets, AIPerf exports
-    <run-id>/report/                    the run's report, sources.json naming the archived runs
-    archive/                            the archive (`--endpoint-url file://...build/lab/archive`)
-    runs/<profile>/                     the graph's outputs.json and process logs
-    summary.json                        timings, the graph's peak memory, each profile's outcome
-
-A second `python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.
+One target, `LabAbTarget`, whose graphs come from a graph source: deployed with `pulumi up` on a
+local cluster and run by the lab controller (`lab.cluster_ab.ClusterGraphs`, the default), or
+started directly from the routing settings (`DirectGraphs`, `--direct`). Each profile gets a
+fresh graph (one Dynamo frontend, N mock workers on loopback), the same smoke and perf programs a
+cluster's Jobs run, its results archived in a local directory archive, and the graph stopped;
+then the report of both, all under `build/lab/` (docs/lab.md lists its files). A second
+`python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.
 """
 
 from __future__ import annotations
@@ -30,20 +25,14 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import REAL_SPEED
-from lab.time_scale import (
-    PROBE_SECONDS,
-    REAL_TIME,
-    given_conditions,
-    probe_host,
-    probed_conditions,
-)
+from lab.time_scale import REAL_TIME, chosen_conditions
 from lab.tools import lab_tools
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
 from stages.core.results import RunConditions
 from stages.local.run import LocalTools
-from stages.targets import StageTarget, stage_target
+from stages.targets import LocalTarget, StageTarget
 
 DEFAULT_OUT = Path("build/lab")
 ARCHIVE_BUCKET = "lab"
@@ -80,9 +69,64 @@ class PeakMemory:
             self._stop.wait(MEMORY_SAMPLE_SECONDS)
 
 
+class GraphSource(Protocol):
+    """Where a lab A/B's graphs come from: `DirectGraphs`, or `lab.cluster_ab.ClusterGraphs`.
+    `prepare` chooses the time scale (`LabAbTarget.choose_conditions`); `start` returns a
+    profile's outputs and the graph serving them; `reached`, the outputs a local stage uses;
+    `stop` gets None for a graph that never came up."""
+
+    name: str
+
+    def stack(self, profile: RoutingProfile) -> str: ...
+    def prepare(self, target: LabAbTarget, say: Say) -> None: ...
+    def start(
+        self, target: LabAbTarget, profile: RoutingProfile, say: Say
+    ) -> tuple[StackOutputs, LabGraph]: ...
+    def reached(self, outputs: StackOutputs) -> StackOutputs: ...
+    def stop(self, profile: RoutingProfile, graph: LabGraph | None, say: Say) -> None: ...
+    def close(self) -> None: ...
+
+
+class DirectGraphs:
+    """Each graph started from the routing settings (no cluster, no engine)."""
+
+    name = "lab"
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return f"lab-{profile.value}"
+
+    def prepare(self, target: LabAbTarget, say: Say) -> None:
+        target.choose_conditions(say)
+
+    def start(
+        self, target: LabAbTarget, profile: RoutingProfile, say: Say
+    ) -> tuple[StackOutputs, LabGraph]:
+        scale = target.conditions.time_scale
+        spec = GraphSpec(
+            routing=routing_for(profile, round(RECIPE_AFFINITY_TTL_SECONDS * scale)),
+            workers=target.workers,
+            install=target.install,
+            mocker_args=REAL_SPEED.mocker_args(scale) + target.mocker_args.get(profile, ()),
+        )
+        say(f"{profile.value}: starting a lab graph with {target.workers} mock workers")
+        graph = LabGraph(spec, target.out / "runs" / profile.value).__enter__()
+        return graph.outputs, graph
+
+    def reached(self, outputs: StackOutputs) -> StackOutputs:
+        return outputs
+
+    def stop(self, profile: RoutingProfile, graph: LabGraph | None, say: Say) -> None:
+        if graph is not None:
+            graph.stop()
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass
 class LabAbTarget:
-    """The lab as an A/B target: a graph per profile on this machine, no GPUs to count."""
+    """The lab as an A/B target: a graph per profile on this machine, no GPUs to count; a
+    context manager: on exit what its source runs is stopped."""
 
     out: Path
     workers: int
@@ -91,11 +135,35 @@ class LabAbTarget:
     """How much slower than real time both graphs run; None: chosen by the host probe when the
     run starts (`lab.time_scale`)."""
     mocker_args: dict[RoutingProfile, tuple[str, ...]] = field(default_factory=dict)
-    """Extra `dynamo.mocker` arguments per profile (tests use them to break one graph)."""
+    """Extra `dynamo.mocker` arguments per profile, direct graphs only (tests break one graph)."""
+    source: GraphSource = field(default_factory=DirectGraphs)
     conditions: RunConditions = REAL_TIME
-    name: str = "lab"
     running: dict[RoutingProfile, tuple[LabGraph, PeakMemory, float]] = field(default_factory=dict)
     timings: dict[str, dict[str, float]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # Absolute: the stacks' file backend is a URL that `pulumi` resolves in the project copy.
+        self.out = self.out.resolve()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """The memory samplers, then what the source runs (the controller's graphs, the
+        cluster); safe to call twice."""
+        try:
+            for _, memory, _ in self.running.values():
+                memory.__exit__()
+            self.running.clear()
+        finally:
+            self.source.close()
+
+    @property
+    def name(self) -> str:
+        return self.source.name
 
     @property
     def local(self) -> LocalTools:
@@ -103,49 +171,44 @@ class LabAbTarget:
         return lab_tools(self.install, self.conditions)
 
     def stage_target(self, outputs: StackOutputs) -> StageTarget:
-        """The stages as local processes against the graph, with the lab's tools."""
-        return stage_target(outputs, local=self.local)
+        """The stages as local processes against the graph's frontend, with the lab's tools."""
+        return LocalTarget(self.source.reached(outputs), self.local)
 
     def stack(self, profile: RoutingProfile) -> str:
-        return f"lab-{profile.value}"
+        return self.source.stack(profile)
 
     def available_gpus(self, say: Say) -> int | None:
-        return None
+        return None  # one graph at a time: the lab's graphs share this machine's cores
 
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
         return 0
 
     def prepare(self, say: Say) -> None:
-        """The lab installed, then the one time scale both profiles run at (so both pay the
-        same overheads): the one asked for, or the probe's."""
+        """The lab installed, then the source's preparations and the one time scale both
+        profiles run at (so both pay the same overheads)."""
         self.install.require()
-        self.conditions = choose_conditions(self.time_scale, say)
+        self.source.prepare(self, say)
+
+    def choose_conditions(self, say: Say) -> None:
+        self.conditions = chosen_conditions(self.time_scale, say)
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
-        scale = self.conditions.time_scale
-        routing = routing_for(profile, round(RECIPE_AFFINITY_TTL_SECONDS * scale))
-        spec = GraphSpec(
-            routing=routing,
-            workers=self.workers,
-            install=self.install,
-            mocker_args=REAL_SPEED.mocker_args(scale) + self.mocker_args.get(profile, ()),
-        )
-        say(f"{profile.value}: starting a lab graph with {self.workers} mock workers")
         started = time.monotonic()
-        graph = LabGraph(spec, self.out / "runs" / profile.value)
-        graph.__enter__()
-        memory = PeakMemory(graph).__enter__()
-        self.running[profile] = (graph, memory, started)
+        outputs, graph = self.source.start(self, profile, say)
+        self.running[profile] = (graph, PeakMemory(graph).__enter__(), started)
         self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
-        write_file(self.out / f"outputs-{profile.value}.json", graph.outputs_path.read_bytes())
-        return graph.outputs
+        written = json.dumps(outputs.to_json_dict(), indent=2) + "\n"
+        write_file(self.out / f"outputs-{profile.value}.json", written)
+        return outputs
 
     def teardown(self, profile: RoutingProfile, say: Say) -> None:
-        if profile not in self.running:  # its graph never came up (the start cleaned up)
+        entry = self.running.pop(profile, None)
+        if entry is None:  # its graph never came up (its start cleaned up)
+            self.source.stop(profile, None, say)
             return
-        graph, memory, started = self.running.pop(profile)
+        graph, memory, started = entry
         memory.__exit__()
-        graph.stop()
+        self.source.stop(profile, graph, say)
         self.timings[profile.value] |= {
             "graph_seconds": round(time.monotonic() - started, 1),
             "peak_rss_bytes": memory.peak_bytes,
@@ -153,27 +216,7 @@ class LabAbTarget:
         say(f"{profile.value}: lab graph stopped; peak memory {memory.peak_bytes / 2**20:.0f} MiB")
 
 
-def choose_conditions(time_scale: float | None, say: Say) -> RunConditions:
-    """The one time scale both profiles run at: `time_scale`, or the host probe's when None."""
-    if time_scale is None:
-        say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
-        conditions = probed_conditions(probe_host())
-    else:
-        conditions = given_conditions(time_scale)
-    scale = conditions.time_scale
-    pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
-    say(f"the graphs run at {pace} (chosen by {conditions.chosen_by}); results are in real time")
-    return conditions
-
-
-class Timed(Protocol):
-    """What a summary reads of a lab target: its worker count and its timings."""
-
-    workers: int
-    timings: dict[str, dict[str, float]]
-
-
-def write_summary(target: Timed, run: AbRun, result: AbResult, seconds: float) -> Path:
+def write_summary(target: LabAbTarget, run: AbRun, result: AbResult, seconds: float) -> Path:
     """`summary.json`: what a benchmark of the lab reads (timings, peak memory, outcomes)."""
     peaks = [t.get("peak_rss_bytes", 0) for t in target.timings.values()]
     summary = {

@@ -1,27 +1,15 @@
-"""The lab's A/B through `pulumi up`: the graphs it measures are the ones the program deploys.
+"""The lab A/B's graph source through `pulumi up`: it measures the graphs the program deploys.
 
-`python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine:
-
-1. the local cluster (`testenv.cluster`: the real kube-apiserver with the real DGD CRD, kwok's GPU
-   nodes), started without kwok's stand-in status for graphs;
-2. the lab controller (`lab.controller`), which runs each DynamoGraphDeployment on it for real:
-   the real Dynamo frontend with the object's command line, a `dynamo.mocker` per worker replica;
-3. a copy of the project with a file backend of its own (`testenv.local_stacks.local_project`),
-   its stacks made and set through the Automation API, as the A/B then drives them, for the lab: `shared` (the layer), `round-robin` and `session-affinity` with the lab's worker
-   count, and the affinity TTL at the run's time scale (`sessionAffinityTtlSeconds`, the config a
-   user sets);
-4. the A/B orchestrator's cluster target (`stages.ab.cluster_target`) over the engine's `pulumi`
-   through the Automation API: `pulumi up` of the layer, then of each profile, one at a time, and
-   `pulumi destroy` after it;
-5. the stages as local processes with the lab's tools (AIPerf, the tiny tokenizer), against the
-   frontend the controller runs for the stack: reached from the stack's outputs unchanged. They
-   name the frontend Service (`frontendService` in `namespace`, on `kubeContext`), which the
-   controller made as the operator would and annotated with the address its frontend listens on.
-
-Why an address on the Service rather than `portForwardCommand`: `kubectl port-forward` needs a pod
-behind the Service and a kubelet that forwards; kwok emulates one only for ports fixed when it
-starts (its config) or through its own CRDs, which the engine does not install, while each graph's
-frontend gets a free port when it starts. The Service is the object the outputs name either way.
+`python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine
+(docs/lab.md, "Through `pulumi up`", says each step and why): the local cluster
+(`testenv.cluster`, without kwok's stand-in status for graphs); the lab controller
+(`lab.controller`), which runs each DynamoGraphDeployment on it for real; a copy of the project
+with a file backend of its own (`testenv.local_stacks.local_project`), its stacks made and set
+through the Automation API (the lab's worker count, the affinity TTL at the run's time scale);
+the orchestrator's cluster target (`stages.ab.cluster_target`) for `pulumi up` and `pulumi
+destroy`; the stages as local processes against the frontend the stack's Service names, whose
+annotation the controller wrote (`lab.frontend_service`): `kubectl port-forward` needs a kubelet
+that forwards, which kwok emulates only for ports fixed when it starts.
 
 Everything is stopped on the way out, a failure and Ctrl-C included: the controller's graphs, then
 the cluster (by PID). Its folders are under `--out`: `cluster/`, `pulumi/` (the project copy and its
@@ -30,33 +18,25 @@ backend, made afresh each run, as the cluster is), `runs/<namespace>/<graph>/` (
 
 from __future__ import annotations
 
-import json
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from types import TracebackType
-from typing import Self
+from dataclasses import dataclass
 
-from common.confined_paths import remove_tree_inside, write_file
+from common.confined_paths import remove_tree_inside
 from components.contract import StackOutputs
 from components.names import graph_name
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile
-from lab.ab import PeakMemory, choose_conditions
+from lab.ab import LabAbTarget
 from lab.controller import GraphController
 from lab.deployed_graph import WorkerMapping
-from lab.environment import LabInstall, LabNotInstalled
+from lab.environment import LabNotInstalled
 from lab.frontend_service import published_frontend_url, reached_at
-from lab.graph import LabGraphError
+from lab.graph import LabGraph, LabGraphError
 from lab.mocker_timing import REAL_SPEED
-from lab.time_scale import REAL_TIME
-from lab.tools import lab_tools
 from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
 from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.ab.target import Say
 from stages.cluster.run import ClusterOptions
-from stages.core.results import RunConditions
 from stages.errors import StageError
-from stages.targets import LocalTarget, StageTarget
 from testenv import cluster as local_cluster
 from testenv.cluster import objects
 from testenv.crd import CrdError
@@ -83,65 +63,21 @@ def profile_config(profile: RoutingProfile, workers: int, scale: float) -> dict[
 
 
 @dataclass
-class LabClusterAbTarget:
-    """The A/B target that deploys with `pulumi up` on the local cluster (the module docstring);
-    a context manager: on exit every graph and the cluster are stopped."""
+class ClusterGraphs:
+    """The graph source that deploys with `pulumi up` on the local cluster (the module
+    docstring); `close` stops the controller's graphs, then the cluster."""
 
-    out: Path
-    workers: int
-    install: LabInstall = field(default_factory=LabInstall)
-    time_scale: float | None = None
-    """None: chosen by the host probe once the cluster runs (`lab.time_scale`)."""
-    conditions: RunConditions = REAL_TIME
     name: str = "lab (local cluster, pulumi up)"
-    timings: dict[str, dict[str, float]] = field(default_factory=dict)
     cluster: local_cluster.LocalCluster | None = None
     controller: GraphController | None = None
     inner: ClusterAbTarget | None = None
-    _memory: dict[RoutingProfile, tuple[PeakMemory, float]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # Absolute: the stacks' file backend is a URL that `pulumi` resolves in the project copy.
-        self.out = self.out.resolve()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """The controller's graphs, then the cluster; safe to call twice."""
-        try:
-            for memory, _ in self._memory.values():
-                memory.__exit__()
-            self._memory.clear()
-            if self.controller is not None:
-                self.controller.stop()
-                self.controller = None
-        finally:  # the cluster goes down whatever stopping the graphs met
-            if self.cluster is not None:
-                self.cluster.down()
-                self.cluster = None
 
     def stack(self, profile: RoutingProfile) -> str:
         return PROFILE_STACKS[profile]
 
-    def available_gpus(self, say: Say) -> int | None:
-        return None  # one graph at a time: the lab's graphs share this machine's cores
-
-    def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
-        return 0
-
-    def prepare(self, say: Say) -> None:
-        """The engine and the lab installed, the cluster and the controller running, the time
-        scale chosen, the stacks set, the layer up."""
-        self.install.require()
+    def prepare(self, target: LabAbTarget, say: Say) -> None:
+        """The engine, the cluster and the controller running, the time scale chosen, the
+        stacks set, the layer up."""
         try:
             engine = located(cache_home())
         except EngineError as error:
@@ -151,47 +87,48 @@ class LabClusterAbTarget:
             ) from None
         started = time.monotonic()
         try:
-            self._start(engine, say)
+            self._start(target, engine, say)
         except (local_cluster.ClusterError, CrdError) as error:
             raise LabGraphError(f"the lab's local cluster: {error}") from None
-        self.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
+        target.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
 
-    def _start(self, engine: Engine, say: Say) -> None:
+    def _start(self, target: LabAbTarget, engine: Engine, say: Say) -> None:
         self.cluster = local_cluster.up(
-            self.out / "cluster", engine, die_with_parent=True, say=say, graph_stage=False
+            target.out / "cluster", engine, die_with_parent=True, say=say, graph_stage=False
         )
-        self.conditions = choose_conditions(self.time_scale, say)
-        mocker_args = REAL_SPEED.mocker_args(self.conditions.time_scale)
+        target.choose_conditions(say)
+        mocker_args = REAL_SPEED.mocker_args(target.conditions.time_scale)
         self.controller = GraphController(
             self.cluster.kubeconfig,
-            WorkerMapping(install=self.install, mocker_args=mocker_args),
-            self.out / "runs",
+            WorkerMapping(install=target.install, mocker_args=mocker_args),
+            target.out / "runs",
             say=say,
             context=objects.CONTEXT,
         ).__enter__()
-        pulumi = self._configured_stacks(engine, say)
+        pulumi = self._configured_stacks(target, engine, say)
         options = ClusterOptions(kubeconfig=self.cluster.kubeconfig, context=objects.CONTEXT)
         self.inner = ClusterAbTarget(pulumi, options)
         self.inner.prepare(say)
 
-    def _configured_stacks(self, engine: Engine, say: Say) -> PulumiStacks:
+    def _configured_stacks(self, target: LabAbTarget, engine: Engine, say: Say) -> PulumiStacks:
         assert self.cluster is not None
-        folder = self.out / "pulumi"
-        remove_tree_inside(self.out, "pulumi")  # its state described the last run's cluster
+        remove_tree_inside(target.out, "pulumi")  # its state described the last run's cluster
+        folder = target.out / "pulumi"
         folder.mkdir(parents=True)
         project, env = local_project(folder, self.cluster)
         stacks = PulumiStacks(
             project, say, pulumi_root=engine.root, layer_stack=LAYER_STACK, env=env
         )
         stacks.create(LAYER_STACK, LAYER_SITE, {"ngcApiKey": LAB_NGC_KEY})
-        scale = self.conditions.time_scale
+        scale = target.conditions.time_scale
         for profile, stack in PROFILE_STACKS.items():
-            stacks.create(stack, profile_config(profile, self.workers, scale))
+            stacks.create(stack, profile_config(profile, target.workers, scale))
         return stacks
 
-    def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
+    def start(
+        self, target: LabAbTarget, profile: RoutingProfile, say: Say
+    ) -> tuple[StackOutputs, LabGraph]:
         assert self.inner is not None and self.controller is not None
-        started = time.monotonic()
         try:
             outputs = self.inner.deploy(profile, say)
         except StageError as error:
@@ -205,23 +142,23 @@ class LabClusterAbTarget:
                 f"`pulumi up` of {self.stack(profile)} ended, but the lab controller runs no graph "
                 f"{outputs.namespace}/{outputs.graph_name}"
             )
-        written = json.dumps(outputs.to_json_dict(), indent=2) + "\n"
-        write_file(self.out / f"outputs-{profile.value}.json", written)  # as the stack has them
-        self._memory[profile] = (PeakMemory(graph).__enter__(), time.monotonic())
-        self.timings[profile.value] = {"graph_start_seconds": round(time.monotonic() - started, 2)}
-        return outputs
+        return outputs, graph  # the outputs as the stack has them
 
-    def stage_target(self, outputs: StackOutputs) -> StageTarget:
-        """The stages as local processes against the frontend the stack's Service leads to."""
-        url = published_frontend_url(outputs, self.cluster.kubeconfig if self.cluster else None)
-        return LocalTarget(reached_at(outputs, url), lab_tools(self.install, self.conditions))
+    def reached(self, outputs: StackOutputs) -> StackOutputs:
+        """The outputs leading to the frontend the stack's Service names."""
+        kubeconfig = self.cluster.kubeconfig if self.cluster else None
+        return reached_at(outputs, published_frontend_url(outputs, kubeconfig))
 
-    def teardown(self, profile: RoutingProfile, say: Say) -> None:
+    def stop(self, profile: RoutingProfile, graph: LabGraph | None, say: Say) -> None:
         assert self.inner is not None
-        memory, started = self._memory.pop(profile, (None, time.monotonic()))
-        if memory is not None:
-            memory.__exit__()
-        self.inner.teardown(profile, say)
-        timing = self.timings.setdefault(profile.value, {})
-        timing["graph_seconds"] = round(time.monotonic() - started, 1)
-        timing["peak_rss_bytes"] = memory.peak_bytes if memory is not None else 0
+        self.inner.teardown(profile, say)  # `pulumi destroy`: the controller stops the graph
+
+    def close(self) -> None:
+        try:
+            if self.controller is not None:
+                self.controller.stop()
+                self.controller = None
+        finally:  # the cluster goes down whatever stopping the graphs met
+            if self.cluster is not None:
+                self.cluster.down()
+                self.cluster = None

@@ -30,6 +30,7 @@ from common.confined_paths import write_file
 from common.input_files import MAX_RECORD_BYTES, read_json_object
 from common.parsers import CommandParser
 from components.routing import RoutingProfile
+from lab.benchmark import timed
 from stages.core.ab_pair import ABPair, gain_percent
 from stages.core.ab_verdict import verdict_line
 from stages.core.results import ProfileResults
@@ -74,12 +75,7 @@ class AbMeasurement:
 def run_ab(name: str, out: Path, extra: Sequence[str]) -> AbMeasurement:
     folder = out / name
     command = [sys.executable, "-m", "lab", "ab", "--out", str(folder), *extra]
-    print(f"[benchmark] {name}: {' '.join(command)}", file=sys.stderr, flush=True)
-    started = time.monotonic()
-    status = subprocess.run(command, check=False).returncode
-    seconds = time.monotonic() - started
-    if status != 0:
-        raise SystemExit(f"[benchmark] {name}: lab ab exited {status}; see {folder}")
+    seconds = timed(f"{name} (its folder: {folder})", command, Path.cwd(), dict(os.environ))
     return AbMeasurement(name, seconds, load_pair(folder))
 
 

@@ -1,25 +1,13 @@
 """The lab controller: the DynamoGraphDeployments on a local API server, run for real on loopback.
 
-What the Dynamo operator does on a cluster, for the lab: it watches every graph on the API server
-(the local cluster of `testenv.cluster`, started without kwok's stand-in status for graphs) and, for
-each, runs the real Dynamo frontend with the command line of the graph's frontend container and one
-`dynamo.mocker` per worker replica (`lab.deployed_graph` says what is read from the object and what
-the lab maps), with the lab's graph runner (`lab.graph.LabGraph`). Then, as the operator would:
-
-- **Status**: condition `Ready` (and `state`) from what runs: `True` only once the frontend's
-  `/v1/models` lists the served model and every worker has registered; `False` with a reason
-  while it starts (`Starting`), when it cannot start (`StartFailed`), when a process of it exits
-  (`ProcessExited`: which one, and why), when the lab cannot run the object (`Unrunnable`), and
-  when the controller stops (`ControllerStopped`). Each write carries the object's generation as
-  `observedGeneration`, which Pulumi's readiness wait compares.
-- **Changes**: a change of the frontend's command line, environment, the worker count or the
-  workers' pod template (an image, a rotated credential's digest: what makes the operator roll
-  the workers) restarts the graph with the new one; any other change (the frontend's image or
-  resources) only moves `observedGeneration`. A deleted graph's processes are stopped.
-- **Service**: the frontend Service `<graph>-frontend` (port 8000), owned by the graph so that the
-  garbage collector removes it with it, annotated with the address the frontend listens on
-  (`lab.frontend_service`), which the lab's stage target reads. A Service of
-  that name the graph does not own is left alone, and the graph is not Ready.
+What the Dynamo operator does on a cluster, for the lab (docs/lab.md, "Through `pulumi up`", says
+it in full): it watches every graph on the API server and runs each with the lab's graph runner
+(`lab.graph.LabGraph`): the real Dynamo frontend with the graph's frontend command line, one
+`dynamo.mocker` per worker replica (`lab.deployed_graph`). It writes the graph's `Ready` condition
+from what runs, with `observedGeneration` (`lab.deployed_graph.Phase`); restarts the graph when
+what it runs changes (the frontend's command line or environment, the worker count or pod
+template, as the operator rolls the workers); stops a deleted graph's processes; and makes the
+frontend Service with the frontend's address (`lab.frontend_service`).
 
 A dead process is not restarted (a pod's container would be): a graph that lost a worker measures
 something else, so it stays not Ready until its object changes. Graphs start one at a time, in the
@@ -38,7 +26,6 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Any, Self
 
 from kubernetes import client
@@ -46,8 +33,15 @@ from kubernetes.client.exceptions import ApiException
 
 from components.kubeconfig import api_client as kubeconfig_client
 from components.names import frontend_service
-from lab.deployed_graph import DeployedGraph, UnrunnableGraph, WorkerMapping, read_graph
-from lab.frontend_command import FrontendCommand
+from lab.deployed_graph import (
+    DeployedGraph,
+    Phase,
+    UnrunnableGraph,
+    WorkerMapping,
+    graph_at,
+    graph_status,
+    read_graph,
+)
 from lab.frontend_service import (
     GROUP,
     VERSION,
@@ -55,7 +49,6 @@ from lab.frontend_service import (
     owns_frontend_service,
 )
 from lab.graph import LabGraph, LabGraphError
-from lab.graph_status import Phase, graph_status
 
 PLURAL = "dynamographdeployments"
 POLL_SECONDS = 0.5
@@ -108,12 +101,7 @@ class GraphController:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def stop(self) -> None:
@@ -196,8 +184,7 @@ class GraphController:
             wanted = read_graph(item)
         except UnrunnableGraph as reason:
             self._halt(managed)
-            metadata = item["metadata"]
-            managed.graph = _unrunnable(metadata)
+            managed.graph = graph_at(item["metadata"])
             managed.phase, managed.message = Phase.UNRUNNABLE, str(reason)
         else:
             if managed.graph is None or managed.retry or _restart_needed(managed.graph, wanted):
@@ -289,24 +276,8 @@ class GraphController:
 
 
 def _restart_needed(running: DeployedGraph, wanted: DeployedGraph) -> bool:
-    return (running.uid, running.frontend, running.workers, running.worker_template) != (
-        wanted.uid,
-        wanted.frontend,
-        wanted.workers,
-        wanted.worker_template,
-    )
-
-
-def _unrunnable(metadata: Mapping[str, Any]) -> DeployedGraph:
-    """Where to write an unrunnable graph's status (it runs nothing)."""
-    return DeployedGraph(
-        namespace=metadata["namespace"],
-        name=metadata["name"],
-        uid=metadata["uid"],
-        generation=int(metadata.get("generation", 0)),
-        frontend=FrontendCommand(argv=()),
-        workers=0,
-    )
+    fields = ("uid", "frontend", "workers", "worker_template")
+    return any(getattr(running, name) != getattr(wanted, name) for name in fields)
 
 
 def _first_line(error: BaseException) -> str:

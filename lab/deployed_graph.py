@@ -1,34 +1,31 @@
-"""What the lab runs for a DynamoGraphDeployment, read from the object as the API server stores it.
+"""A DynamoGraphDeployment as the lab controller reads it, and the status it writes back.
 
-The lab controller (`lab/controller.py`) turns each graph on its local API server into a lab graph
-(`lab.graph.GraphSpec`), never recomputing anything from the stack's settings:
+The controller (`lab/controller.py`) turns each graph on its local API server into a lab graph
+(`lab.graph.GraphSpec`) from the object as the API server stores it, never from the stack's
+settings: the command line and `env` of the frontend container (`main`, else the first, of the
+component of type `frontend`), and one `dynamo.mocker` per replica of the components of type
+`worker` (`prefill`, `decode`): their NIM container cannot run here, so the lab's mock engine
+stands in, serving the name the stack's outputs promise (`components.names.SERVED_MODEL`).
+docs/lab.md says what the lab sets over them. An object the lab cannot run raises
+`UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
 
-- **Frontend**: the container `main` (else the first) of the component of type `frontend`: its
-  `command` + `args` as one command line, its `env` values. The lab sets only where it listens
-  (127.0.0.1 and a free port, `lab.graph.listen_on`), puts its Dynamo venv first on the PATH (where
-  the frontend image finds `python3`), and adds its own environment under the object's (discovery
-  through files, state confined to the graph's folder: `lab.environment.dynamo_environment`).
-- **Workers**: the components of type `worker` (or `prefill`/`decode`, counted alike), one
-  `dynamo.mocker` per replica. Their container is the Cosmos3 NIM's, which cannot run here (GPUs,
-  the model), so the mapping is the lab's: Dynamo's mock engine with the lab's tiny tokenizer, the
-  lab's timing (`lab.mocker_timing`) and the model name the stack's outputs promise
-  (`components.names.SERVED_MODEL`: the NIM serves that name, and the stages ask for it).
-
-An object the lab cannot run (no frontend, a frontend without a command, an environment value it
-cannot resolve) raises `UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
+The status is the operator's vocabulary (`graph_status`): a `state` and one `Ready` condition
+whose reason is the controller's `Phase`, with `observedGeneration`, which `pulumi up`'s
+readiness wait (components/readiness.py) compares; a `failed` state ends that wait early.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any
 
 from components.names import SERVED_MODEL
 from lab.environment import LabInstall
-from lab.frontend_command import FrontendCommand
-from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, GraphSpec
+from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, FrontendCommand, GraphSpec
 
 FRONTEND_TYPE = "frontend"
 WORKER_TYPES = ("worker", "prefill", "decode")
@@ -57,8 +54,8 @@ class DeployedGraph:
     name: str
     uid: str
     generation: int
-    frontend: FrontendCommand
-    workers: int
+    frontend: FrontendCommand = field(default_factory=FrontendCommand)
+    workers: int = 0
     worker_template: str = ""
     """The workers' pod templates, as JSON: a change restarts them, as the operator's rolling
     update would (a rotated credential's digest, a new image)."""
@@ -96,17 +93,24 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
             f"the graph's worker components have {workers} replicas in all; the lab runs 1 to "
             f"{MAX_WORKERS} mock workers"
         )
-    return DeployedGraph(
-        namespace=str(metadata.get("namespace", "")),
-        name=str(metadata.get("name", "")),
-        uid=str(metadata.get("uid", "")),
-        generation=int(metadata.get("generation", 0)),
+    return replace(
+        graph_at(metadata),
         frontend=_frontend_command(frontends[0]),
         workers=workers,
         worker_template=json.dumps(
             [c.get("podTemplate") for c in components if c.get("type") in WORKER_TYPES],
             sort_keys=True,
         ),
+    )
+
+
+def graph_at(metadata: Mapping[str, Any]) -> DeployedGraph:
+    """Where a graph is, running nothing (where an unrunnable graph's status is written)."""
+    return DeployedGraph(
+        namespace=str(metadata.get("namespace", "")),
+        name=str(metadata.get("name", "")),
+        uid=str(metadata.get("uid", "")),
+        generation=int(metadata.get("generation", 0)),
     )
 
 
@@ -141,3 +145,40 @@ def _env_values(entries: list[Mapping[str, Any]]) -> list[tuple[str, str]]:
             )
         values.append((str(entry["name"]), str(entry.get("value", ""))))
     return values
+
+
+MESSAGE_LIMIT = 4000
+"""A condition's message is a few lines: the start-up failure's log tails are cut there."""
+
+
+class Phase(StrEnum):
+    """Where the controller is with a graph; `Ready` is the only phase that serves."""
+
+    STARTING = "Starting"
+    READY = "Ready"
+    START_FAILED = "StartFailed"
+    PROCESS_EXITED = "ProcessExited"
+    UNRUNNABLE = "Unrunnable"
+    STOPPED = "ControllerStopped"
+
+
+STATE = {Phase.STARTING: "pending", Phase.READY: "successful"}
+"""The graph's `state` for a phase (the CRD's enum); any other phase is `failed`."""
+
+
+def graph_status(phase: Phase, message: str, generation: int) -> dict[str, Any]:
+    """The status to write for a graph of `generation` in `phase`, with `message` as the reason."""
+    return {
+        "state": STATE.get(phase, "failed"),
+        "observedGeneration": generation,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True" if phase is Phase.READY else "False",
+                "reason": phase.value,
+                "message": message[:MESSAGE_LIMIT],
+                "lastTransitionTime": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                "observedGeneration": generation,
+            }
+        ],
+    }

@@ -1,11 +1,9 @@
 """The frontend Service the Dynamo operator would make, and the lab's frontend address on it.
 
-On a cluster the operator makes `<graph>-frontend` (port 8000) for each graph, and the stack's
-outputs name it (`frontendService` in `namespace`). In the lab the controller makes it
-(`lab.controller`), owned by the graph so that the garbage collector deletes it with it, and
-annotates it with where the lab's frontend listens on loopback. The lab's stage target reads that
-annotation from the Service the outputs name (`published_frontend_url`), so the outputs lead the
-stages to the frontend unedited.
+The controller (`lab.controller`) makes `<graph>-frontend` (port 8000), owned by the graph so that
+the garbage collector deletes it with it, and annotates it with where the lab's frontend listens
+on loopback; the lab's stage target reads that annotation from the Service the stack's outputs
+name (`published_frontend_url`), so the outputs lead the stages to the frontend unedited.
 """
 
 from __future__ import annotations

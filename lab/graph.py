@@ -3,49 +3,44 @@
 The frontend gets exactly the routing arguments the cluster's DynamoGraphDeployment gets
 (`components.routing.frontend_args`), so the lab exercises the cluster's routing. The workers are
 `dynamo.mocker` processes: Dynamo's mock engine, which simulates prefill/decode timing and a
-prefix (KV) cache on the CPU instead of running a model on GPUs.
-
-One process per worker, like one pod per worker on the cluster: each has its own runtime and its
-own /metrics port, so per-worker request counters can confirm the routing independently of the
-frontend. (`--num-workers N` in one process would save ~0.6 GiB but share one runtime.)
-
-No etcd and no NATS: discovery through files (DYN_FILE_KV), requests over TCP, events over ZMQ.
-HOME, TMPDIR and the discovery directory are confined to the run directory, because Dynamo writes
-model cards under ~/.cache and temporary files under /tmp.
+prefix (KV) cache on the CPU. One process per worker, like one pod per worker on the cluster: each
+has its own runtime and /metrics port, so per-worker request counters can confirm the routing
+independently of the frontend (`--num-workers N` in one process would save ~0.6 GiB but share one
+runtime). No etcd and no NATS: discovery through files, requests over TCP, events over ZMQ, state
+confined to the run directory (`lab.environment.dynamo_environment`).
 
     with LabGraph(GraphSpec(routing=routing_for("session-affinity", 300)), run_dir) as graph:
         outputs = graph.outputs   # the stack-output contract, also written to outputs.json
 
-The same runner serves the lab controller (`lab/controller.py`), whose graphs come from the
-DynamoGraphDeployments on a local API server: their spec gives the frontend's command line as the
-object stores it (`lab.frontend_command.FrontendCommand`) instead of the routing settings, and the
-model name the stack's outputs promise.
+The lab controller's graphs (`lab/controller.py`) come from DynamoGraphDeployments: their spec
+gives the frontend's command line as the object stores it (`FrontendCommand`), of which the lab
+sets only where it listens (`listen_on`), and the model name the stack's outputs promise.
 
 Over 300 lines: one graph runner, whose start, readiness wait, stop and log tails share the list
-of its processes; the direct path and the controller both run graphs with it.
+of its processes (the frontend's command line and the delay proxy's start among them); the
+direct path and the controller both run graphs with it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 import requests
 
 from common import REPO_ROOT
 from common.confined_paths import inside, remove_tree_inside, write_file
+from common.input_files import MAX_STATE_BYTES, read_text
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
 from lab.environment import MODEL_NAME, LabInstall, dynamo_environment
-from lab.frontend_command import FrontendCommand, listen_on
-from lab.pre_engine import start_delay_proxy
 from stages.errors import StageFailed
 from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import (
@@ -65,6 +60,40 @@ GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
 
 class LabGraphError(StageFailed):
     """The graph did not come up; the message carries the tail of the process logs."""
+
+
+@dataclass(frozen=True)
+class FrontendCommand:
+    """A frontend's command line as a DynamoGraphDeployment's frontend container has it: its
+    command and args as one argv, and its environment. The first word is looked up on a PATH that
+    starts with the lab's Dynamo venv (as the frontend image's PATH finds its `python3`)."""
+
+    argv: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+
+
+LISTEN_OPTIONS = {"--http-host": LOOPBACK, "--http-port": None}
+
+
+def listen_on(argv: list[str], port: int) -> list[str]:
+    """`argv` with the value of any --http-host or --http-port it gives replaced by 127.0.0.1 and
+    `port` (the environment sets them otherwise): where the lab's frontend listens, and only that."""
+    values = {option: value or str(port) for option, value in LISTEN_OPTIONS.items()}
+    result: list[str] = []
+    replace_next: str | None = None
+    for word in argv:
+        if replace_next is not None:
+            result.append(values[replace_next])
+            replace_next = None
+            continue
+        option, equals, _ = word.partition("=")
+        if option in values and equals:
+            result.append(f"{option}={values[option]}")
+            continue
+        if word in values:
+            replace_next = word
+        result.append(word)
+    return result
 
 
 @dataclass(frozen=True)
@@ -171,12 +200,7 @@ class LabGraph:
             raise
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
     def start(self) -> None:
@@ -307,3 +331,33 @@ def registered_workers(health: Mapping[str, object]) -> int:
             if isinstance(i, dict) and i.get("endpoint") == "generate"
         }
     )
+
+
+DELAY_PROXY = Path(__file__).resolve().parent / "delay_proxy.py"
+DELAY_PROXY_START_SECONDS = 10.0
+DELAY_PROXY_POLL_SECONDS = 0.05
+
+
+def start_delay_proxy(
+    run_dir: Path, upstream_port: int, delay_ms: float, env: dict[str, str]
+) -> tuple[GroupProcess, int]:
+    """The proxy in front of `upstream_port`, and the port clients use instead."""
+    port_file = run_dir / "tmp" / "delay-proxy.port"
+    port_file.unlink(missing_ok=True)
+    # Laid out by hand (formatter skipped): a command line, the interpreter and its flags, then
+    # the proxy's own arguments.
+    argv = [
+        sys.executable, "-S", "-E", "-B", str(DELAY_PROXY),
+        str(upstream_port), f"{delay_ms}", str(port_file),
+    ]  # fmt: skip
+    log_path = run_dir / "logs" / "delay-proxy.log"
+    proxy = start_group_process("delay-proxy", argv, env, log_path, REPO_ROOT)
+    deadline = time.monotonic() + DELAY_PROXY_START_SECONDS
+    while not port_file.exists():
+        if proxy.exit_code() is not None or time.monotonic() > deadline:
+            proxy.stop()
+            raise LabGraphError(
+                f"the lab's delay proxy did not start\n---- {log_path} ----\n{proxy.log_tail(15)}"
+            )
+        time.sleep(DELAY_PROXY_POLL_SECONDS)
+    return proxy, int(read_text(port_file, "delay proxy's port file", MAX_STATE_BYTES))

@@ -1,21 +1,16 @@
 """Keep the lab's sockets off the machine's network: `lab ab` runs in a network namespace of its own.
 
-Everything the lab starts listens on 127.0.0.1 except one thing we cannot configure: Dynamo 1.6.1's
-ZMQ event plane binds its publishers to every interface (`tcp://0.0.0.0:0`, hard-coded in the
-runtime; DYN_EVENT_PLANE_HOST only changes the address it advertises, and the only other event
-plane is NATS). Four such sockets per mock worker. So `python -m lab ab`, which needs nothing from
-outside the machine while it runs, re-executes itself under `unshare --user --map-root-user --net`:
-a new network namespace whose only interface is its own loopback, brought up here. The frontend,
-the workers, the stage programs and AIPerf all run inside it; nothing of the lab can be reached
+Everything the lab starts listens on 127.0.0.1 except Dynamo 1.6.1's ZMQ event plane, which binds
+its publishers to every interface (`tcp://0.0.0.0:0`, hard-coded; DYN_EVENT_PLANE_HOST only
+changes the address it advertises, and the only other event plane is NATS): four sockets per mock
+worker. So the lab's commands re-execute themselves under `unshare --user --map-root-user --net`,
+in a namespace whose only interface is its own loopback: nothing the lab starts can be reached
 from another host, or from this one outside the namespace.
 
-`python -m lab up` runs in a namespace of its own too, and stays reachable from your shell: before
-it re-executes itself it listens on the machine's 127.0.0.1 (a socket of the machine's network,
-passed on as an open file, `FORWARD_FD_ENV`), and inside the namespace it forwards each connection
-to that socket to its frontend (`PortForward`). Nothing of it listens on any other interface.
-
-Where the machine does not allow unprivileged user namespaces (some CI runners), the lab says so
-and runs as before, on loopback but for the ZMQ sockets.
+`python -m lab up` stays reachable from your shell: before it re-executes itself it listens on
+the machine's 127.0.0.1 (passed on as an open file, `FORWARD_FD_ENV`), and inside it forwards
+each connection to its frontend (`PortForward`). Where the machine allows no unprivileged user
+namespace (some CI runners), the lab says so and runs on loopback but for the ZMQ sockets.
 """
 
 from __future__ import annotations

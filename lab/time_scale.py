@@ -1,20 +1,18 @@
 """How much slower than real time the lab's A/B runs its graphs: chosen from the host, measured.
 
-A lab graph runs in real time on shared cores. On an idle 2-core host its numbers hold (docs/
-lab.md); on a busy one, another program's CPU time shows up as the graphs' latency and the A/B
-measures the host, not the routing. So before the graphs start, `probe_host` measures for a few
-seconds what every other process on the machine demands (CPU they ran or waited for,
-`stages.local.host_load`), and `time_scale_for` picks the dilation K that gives the graph, in
-its fair share of the cores left beside that demand, the room it has on an idle 2-core host.
-At K the mock engine runs K times slower (`--speedup-ratio 1/K`), as do the pauses between a
-video's questions and the affinity TTL, and every level is given back in real time
-(`LevelResult.rescaled`). The perf stage measures the host again during each sweep; the report
-says whether it stayed within what K corrects for (`RunConditions.disturbed`).
+On a busy host another program's CPU time shows up as the graphs' latency, and the A/B would
+measure the host, not the routing. So before the graphs start, `probe_host` measures what every
+other process demands (`stages.local.host_load`), and `time_scale_for` picks the dilation K that
+gives the graph, in its fair share of the cores left, the room it has on an idle 2-core host. At K
+the engine, the pauses and the affinity TTL run K times slower, and every level is given back in
+real time (`LevelResult.rescaled`); the report says whether the host stayed within what K
+corrects for (`RunConditions.disturbed`). docs/lab.md, "A busy host", has the numbers.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from stages.core.results import HostLoad, RunConditions
 from stages.local.host_load import HostSampler
@@ -58,7 +56,17 @@ def probed_conditions(load: HostLoad) -> RunConditions:
     )
 
 
-def given_conditions(time_scale: float) -> RunConditions:
-    return RunConditions(
-        time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
-    )
+def chosen_conditions(time_scale: float | None, say: Callable[[str], None]) -> RunConditions:
+    """The one time scale both graphs of a `lab ab` run at (so both pay the same overheads):
+    `time_scale` (`--time-scale`), or the host probe's when None; said either way."""
+    if time_scale is None:
+        say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
+        conditions = probed_conditions(probe_host())
+    else:
+        conditions = RunConditions(
+            time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
+        )
+    scale, chosen_by = conditions.time_scale, conditions.chosen_by
+    pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"
+    say(f"the graphs run at {pace} (chosen by {chosen_by}); results are in real time")
+    return conditions

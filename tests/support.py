@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from lab.standin import VideoStandIn
-from lab.workload import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.local.run import LocalTools
 
 NGC_KEY = "nvapi-" + "test-key-0123456789abcdefXYZ"

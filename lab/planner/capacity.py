@@ -110,24 +110,13 @@ def plan_capacity(
     workers = max(1, min(max_workers, math.ceil(target_rps / per_worker)))
     while capacity(workers) < target_rps and workers < max_workers:
         workers += 1
-    if capacity(workers) < target_rps:
-        return _plan(profile, target_rps, max_ttft_p95_ms, None, tried)
-    while workers > 1 and capacity(workers - 1) >= target_rps:
+    found = capacity(workers) >= target_rps
+    while found and workers > 1 and capacity(workers - 1) >= target_rps:
         workers -= 1
-    return _plan(profile, target_rps, max_ttft_p95_ms, workers, tried)
-
-
-def _plan(
-    profile: RoutingProfile,
-    target_rps: float,
-    max_ttft_p95_ms: float,
-    workers: int | None,
-    tried: dict[int, FleetResult],
-) -> CapacityPlan:
     return CapacityPlan(
         profile=profile,
         target_rps=target_rps,
         max_ttft_p95_ms=max_ttft_p95_ms,
-        workers=workers,
+        workers=workers if found else None,
         tried=tuple(tried[w] for w in sorted(tried)),
     )

@@ -11,17 +11,16 @@
     python -m lab capacity --profile session-affinity --target-rps 60 --max-ttft-p95-ms 200
     python -m lab report                    the saved prediction's report again; runs nothing
 
-Everything goes under build/lab/predict/ unless --out says otherwise.
-
-Over 300 lines: one command line, the four planner commands, whose options are shared (the
-output folder, the calibration, the what-if workload) and checked in one place; split, each
-command would repeat them.
+Everything goes under build/lab/predict/ unless --out says otherwise. The four commands' options
+are one table (`COMMANDS`): those they share (the output folder, the calibration, the what-if
+workload) are written and checked once.
 """
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from common.confined_paths import write_file
 from components.routing import MAX_AFFINITY_TTL_SECONDS, RoutingProfile
@@ -53,169 +52,18 @@ CHECK_FILE = "prediction-check.json"
 REPORT_FILE = "prediction.md"
 
 
-def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    calibrate_parser = commands.add_parser(
-        "calibrate", help="tune the lab to one measured level of both profiles"
-    )
-    _add_common(calibrate_parser)
-    calibrate_parser.add_argument(
-        "--results",
-        nargs=2,
-        type=Path,
-        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
-        help="both profiles' results.json from your perf stage (default: the recipe's table)",
-    )
-    calibrate_parser.add_argument(
-        "--reference-concurrency",
-        **positive_integer_option(MAX_CONCURRENCY),
-        default=1,
-        help="the level to calibrate on (default 1: nothing queues)",
-    )
-    calibrate_parser.add_argument(
-        "--warm-engine-ms",
-        **positive_number_option(MAX_MS),
-        help="engine share of a warm first token (default: the mock engine's own, at speed 1)",
-    )
-    calibrate_parser.add_argument(
-        "--tolerance",
-        **positive_number_option(1.0),
-        default=0.02,
-        help="relative error accepted on each time (default 0.02)",
-    )
-    calibrate_parser.add_argument(
-        "--max-runs",
-        **positive_integer_option(100),
-        default=3,
-        help="lab checks at most (default 3)",
-    )
-    calibrate_parser.set_defaults(handler=_calibrate)
-
-    predict_parser = commands.add_parser("predict", help="the sweep's table from a calibration")
-    _add_common(predict_parser)
-    _add_what_if(predict_parser)
-    predict_parser.add_argument(
-        "--results",
-        nargs=2,
-        type=Path,
-        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
-        help="a measured table to compare with (default: the recipe's, "
-        "unless a what-if option changes the workload)",
-    )
-    predict_parser.add_argument(
-        "--check-slowdown",
-        **positive_number_option(MAX_SLOWDOWN),
-        help="run again this many times slower and compare",
-    )
-    predict_parser.set_defaults(handler=_predict)
-
-    report_parser = commands.add_parser(
-        "report", help="derive a saved prediction's report again from its lab levels; runs nothing"
-    )
-    _add_common(report_parser)
-    report_parser.add_argument(
-        "--calibration", type=Path, help=f"default: <out>/{CALIBRATION_FILE}"
-    )
-    report_parser.add_argument(
-        "--results",
-        nargs=2,
-        type=Path,
-        metavar=("ROUND_ROBIN", "SESSION_AFFINITY"),
-        help="the measured table to compare with (default: the recipe's, "
-        "for the recipe's workload)",
-    )
-    report_parser.set_defaults(handler=_report)
-
-    capacity_parser = commands.add_parser("capacity", help="workers needed for req/s at a TTFT p95")
-    _add_common(capacity_parser)
-    _add_what_if(capacity_parser)
-    capacity_parser.add_argument(
-        "--profile", required=True, choices=[p.value for p in RoutingProfile]
-    )
-    capacity_parser.add_argument("--target-rps", **positive_number_option(), required=True)
-    capacity_parser.add_argument(
-        "--max-ttft-p95-ms", **positive_number_option(MAX_MS), required=True
-    )
-    capacity_parser.add_argument(
-        "--sessions-per-worker",
-        **concurrency_option(),
-        default=(1, 2, 4),
-        help="sessions per worker to try (default 1,2,4)",
-    )
-    capacity_parser.add_argument(
-        "--max-workers",
-        **positive_integer_option(MAX_WORKERS),
-        default=32,
-        help="largest fleet the lab runs (default 32)",
-    )
-    capacity_parser.set_defaults(handler=_capacity)
-
-
-def _add_out(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--out", type=Path, default=DEFAULT_OUT, help=f"where files go (default {DEFAULT_OUT})"
-    )
-
-
-def _add_common(parser: argparse.ArgumentParser) -> None:
-    _add_out(parser)
-    parser.add_argument(
-        "--slowdown",
-        **positive_number_option(MAX_SLOWDOWN),
-        help=f"run the lab this many times slower than the deployment (default: "
-        f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)",
-    )
-
-
-def _add_what_if(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--calibration", type=Path, help=f"default: <out>/{CALIBRATION_FILE}")
-    what_if = parser.add_argument_group("what if (default: the calibration's workload and fleet)")
-    what_if.add_argument("--workers", **positive_integer_option(MAX_WORKERS))
-    what_if.add_argument("--questions", **positive_integer_option(MAX_QUESTIONS))
-    what_if.add_argument("--output-tokens", **positive_integer_option(MAX_TOKENS))
-    what_if.add_argument(
-        "--affinity-ttl",
-        **positive_integer_option(MAX_AFFINITY_TTL_SECONDS),
-        help="seconds (default 300)",
-    )
-    what_if.add_argument("--concurrency", **concurrency_option(), help="e.g. 1,2,4,8,16")
-    what_if.add_argument(
-        "--waves",
-        **positive_number_option(),
-        default=2.0,
-        help="videos per level = waves x concurrency (default 2)",
-    )
-    what_if.add_argument(
-        "--turn-jitter-ms",
-        **integer_option(0),
-        default=0,
-        help="pause of 0..N ms before each follow-up question (default 0)",
-    )
-
-
-def _check_out(out: Path) -> None:
-    """Before any lab run: a run of minutes must not end in a folder it cannot write."""
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as error:
-        reason = error.strerror or type(error).__name__
-        raise ValueError(f"--out {out}: cannot make the folder ({reason})") from None
-
-
 def _calibrate(args: argparse.Namespace) -> int:
-    _check_out(args.out)
     table = MeasuredTable.from_results(*args.results) if args.results else RECIPE_TABLE
     if args.reference_concurrency not in table.concurrencies:
         raise ValueError(
             f"--reference-concurrency {args.reference_concurrency}: {table.source} has no such "
             f"level; choose one of {', '.join(map(str, table.concurrencies))}"
         )
-    slowdown = args.slowdown or DEFAULT_SLOWDOWN
-    runner = LabRunner(args.out / "calibration-runs")
     calibration = calibrate(
         table,
         args.reference_concurrency,
-        runner,
-        slowdown,
+        LabRunner(args.out / "calibration-runs"),
+        args.slowdown or DEFAULT_SLOWDOWN,
         args.warm_engine_ms,
         args.tolerance,
         args.max_runs,
@@ -242,32 +90,25 @@ def _sweep(
 
 
 def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
-    recipe = RECIPE_TABLE
-    same = (sweep.workers, sweep.questions, sweep.output_tokens) == (
-        recipe.workers,
-        recipe.questions,
-        recipe.output_tokens,
-    )
-    return recipe if same and sweep.affinity_ttl_seconds == 300 else None
+    ours = (sweep.workers, sweep.questions, sweep.output_tokens, sweep.affinity_ttl_seconds)
+    recipe = (RECIPE_TABLE.workers, RECIPE_TABLE.questions, RECIPE_TABLE.output_tokens, 300)
+    return RECIPE_TABLE if ours == recipe else None
 
 
 def _predict(args: argparse.Namespace) -> int:
-    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     given = MeasuredTable.from_results(*args.results) if args.results else None
     sweep = _sweep(args, calibration, given)
     slowdown = args.slowdown or calibration.slowdown
     runner = LabRunner(args.out / "prediction-runs")
     prediction = predict(calibration, sweep, runner, slowdown)
-    second = None
-    if args.check_slowdown:
-        second = predict(calibration, sweep, runner, args.check_slowdown)
+    check = args.check_slowdown
+    second = predict(calibration, sweep, runner, check) if check else None
     _write(args.out, calibration, prediction, second, given)
     return 0
 
 
 def _report(args: argparse.Namespace) -> int:
-    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     prediction = Prediction.load(args.out / PREDICTION_FILE).reassembled(calibration)
     check = args.out / CHECK_FILE
@@ -294,7 +135,6 @@ def _write(
 
 
 def _capacity(args: argparse.Namespace) -> int:
-    _check_out(args.out)
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     sweep = _sweep(args, calibration)
     plan = plan_capacity(
@@ -309,14 +149,148 @@ def _capacity(args: argparse.Namespace) -> int:
         args.slowdown or calibration.slowdown,
     )
     write_model(plan, args.out / f"capacity-{args.profile}.json")
+    goal = f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms"
     if plan.workers is None:
-        print(
-            f"{args.profile}: no fleet up to {args.max_workers} workers serves "
-            f"{args.target_rps:g} req/s within TTFT p95 {args.max_ttft_p95_ms:g} ms"
-        )
+        print(f"{args.profile}: no fleet up to {args.max_workers} workers serves {goal}")
         return 1
-    print(
-        f"{args.profile}: {plan.workers} workers serve {args.target_rps:g} req/s within "
-        f"TTFT p95 {args.max_ttft_p95_ms:g} ms (the lab's prediction)"
-    )
+    print(f"{args.profile}: {plan.workers} workers serve {goal} (the lab's prediction)")
     return 0
+
+
+def _results(help_text: str) -> dict[str, Any]:
+    return {
+        "nargs": 2,
+        "type": Path,
+        "metavar": ("ROUND_ROBIN", "SESSION_AFFINITY"),
+        "help": help_text,
+    }
+
+
+OUT = {"type": Path, "default": DEFAULT_OUT, "help": f"where files go (default {DEFAULT_OUT})"}
+PROFILE: dict[str, Any] = {"choices": [p.value for p in RoutingProfile]}
+COMMON: dict[str, dict[str, Any]] = {
+    "--out": OUT,
+    "--slowdown": {
+        **positive_number_option(MAX_SLOWDOWN),
+        "help": f"run the lab this many times slower than the deployment (default: "
+        f"the calibration's, {DEFAULT_SLOWDOWN:g} for a new one)",
+    },
+}
+CALIBRATION = {"--calibration": {"type": Path, "help": f"default: <out>/{CALIBRATION_FILE}"}}
+WHAT_IF: dict[str, dict[str, Any]] = {
+    "--workers": positive_integer_option(MAX_WORKERS),
+    "--questions": positive_integer_option(MAX_QUESTIONS),
+    "--output-tokens": positive_integer_option(MAX_TOKENS),
+    "--affinity-ttl": {
+        **positive_integer_option(MAX_AFFINITY_TTL_SECONDS),
+        "help": "seconds (default 300)",
+    },
+    "--concurrency": {**concurrency_option(), "help": "e.g. 1,2,4,8,16"},
+    "--waves": {
+        **positive_number_option(),
+        "default": 2.0,
+        "help": "videos per level = waves x concurrency (default 2)",
+    },
+    "--turn-jitter-ms": {
+        **integer_option(0),
+        "default": 0,
+        "help": "pause of 0..N ms before each follow-up question (default 0)",
+    },
+}
+# Each command: its help, its handler, its own options (after COMMON), whether it takes WHAT_IF.
+COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
+    "calibrate": (
+        "tune the lab to one measured level of both profiles",
+        _calibrate,
+        {
+            "--results": _results(
+                "both profiles' results.json from your perf stage (default: the recipe's table)"
+            ),
+            "--reference-concurrency": {
+                **positive_integer_option(MAX_CONCURRENCY),
+                "default": 1,
+                "help": "the level to calibrate on (default 1: nothing queues)",
+            },
+            "--warm-engine-ms": {
+                **positive_number_option(MAX_MS),
+                "help": "engine share of a warm first token (default: the mock engine's own, "
+                "at speed 1)",
+            },
+            "--tolerance": {
+                **positive_number_option(1.0),
+                "default": 0.02,
+                "help": "relative error accepted on each time (default 0.02)",
+            },
+            "--max-runs": {
+                **positive_integer_option(100),
+                "default": 3,
+                "help": "lab checks at most (default 3)",
+            },
+        },
+        False,
+    ),
+    "predict": (
+        "the sweep's table from a calibration",
+        _predict,
+        {
+            **CALIBRATION,
+            "--results": _results(
+                "a measured table to compare with (default: the recipe's, unless a what-if "
+                "option changes the workload)"
+            ),
+            "--check-slowdown": {
+                **positive_number_option(MAX_SLOWDOWN),
+                "help": "run again this many times slower and compare",
+            },
+        },
+        True,
+    ),
+    "report": (
+        "derive a saved prediction's report again from its lab levels; runs nothing",
+        _report,
+        {
+            **CALIBRATION,
+            "--results": _results(
+                "the measured table to compare with (default: the recipe's, for the recipe's "
+                "workload)"
+            ),
+        },
+        False,
+    ),
+    "capacity": (
+        "workers needed for req/s at a TTFT p95",
+        _capacity,
+        {
+            **CALIBRATION,
+            "--profile": {**PROFILE, "required": True},
+            "--target-rps": {**positive_number_option(), "required": True},
+            "--max-ttft-p95-ms": {**positive_number_option(MAX_MS), "required": True},
+            "--sessions-per-worker": {
+                **concurrency_option(),
+                "default": (1, 2, 4),
+                "help": "sessions per worker to try (default 1,2,4)",
+            },
+            "--max-workers": {
+                **positive_integer_option(MAX_WORKERS),
+                "default": 32,
+                "help": "largest fleet the lab runs (default 32)",
+            },
+        },
+        True,
+    ),
+}
+
+
+def add_options(parser: argparse._ActionsContainer, options: dict[str, dict[str, Any]]) -> None:
+    for option, keywords in options.items():
+        parser.add_argument(option, **keywords)
+
+
+def add_commands(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for name, (help_text, handler, options, what_if) in COMMANDS.items():
+        parser = commands.add_parser(name, help=help_text)
+        add_options(parser, COMMON | options)
+        if what_if:
+            title = "what if (default: the calibration's workload and fleet)"
+            add_options(parser.add_argument_group(title), WHAT_IF)
+        parser.set_defaults(handler=handler)

@@ -185,28 +185,19 @@ def cell_deviations(predicted: MeasuredTable, measured: MeasuredTable) -> list[C
         if row.concurrency not in measured.concurrencies:
             continue
         truth = measured.row(row.concurrency)
-        for profile in (RR, AFF):
-            for metric in METRICS:
-                value, actual = getattr(row.of(profile), metric), getattr(truth.of(profile), metric)
-                if value is None or actual is None:
-                    continue
+        for profile, metric in ((p, m) for p in (RR, AFF) for m in METRICS):
+            value, actual = getattr(row.of(profile), metric), getattr(truth.of(profile), metric)
+            if value is not None and actual is not None:
                 column = f"{profile.value} {metric}"
-                cells.append(
-                    CellDeviation(
-                        concurrency=row.concurrency,
-                        column=column,
-                        predicted=value,
-                        measured=actual,
-                        error=value / actual - 1,
-                    )
-                )
-        cells.append(
-            CellDeviation(
-                concurrency=row.concurrency,
-                column="gain",
-                predicted=row.gain,
-                measured=truth.gain,
-                error=row.gain - truth.gain,
-            )
-        )
+                cells.append(_deviation(row.concurrency, column, value, actual, value / actual - 1))
+        gain_error = row.gain - truth.gain
+        cells.append(_deviation(row.concurrency, "gain", row.gain, truth.gain, gain_error))
     return cells
+
+
+def _deviation(
+    concurrency: int, column: str, predicted: float, measured: float, error: float
+) -> CellDeviation:
+    return CellDeviation(
+        concurrency=concurrency, column=column, predicted=predicted, measured=measured, error=error
+    )

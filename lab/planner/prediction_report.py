@@ -19,7 +19,8 @@ LABELS = {
     "output_tokens_per_second": ("output tok/s", "{:.0f}"),
 }
 SHORT = {RR.value: "RR", AFF.value: "affinity"}
-LOCKSTEP = "the lab's round robin runs in lockstep (the cache-hit table below)"
+CELL_ALIGN = "|---:|---|---:|---:|---:|"
+"""A table of cells: the cell's label left-aligned, the numbers right-aligned."""
 QUEUE_BEFORE_ENGINE = (
     "on a GPU worker the video is processed before the engine and requests queue there; the "
     "lab processes it inside the engine as prefill, so round robin's first tokens wait less"
@@ -114,32 +115,37 @@ def _cell(metrics: LevelMetrics, metric: str) -> str:
 
 def _predicted_table(table: MeasuredTable) -> list[str]:
     header = ["Concurrency", "Gain"]
-    for metric in METRICS:
-        header += [f"RR {LABELS[metric][0]}", f"Affinity {LABELS[metric][0]}"]
-    lines = ["## Predicted", "", "| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
-    for row in table.rows:
-        cells = [str(row.concurrency), f"{row.gain:+.0%}"]
-        for metric in METRICS:
-            cells += [_cell(row.round_robin, metric), _cell(row.session_affinity, metric)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return [*lines, ""]
+    header += [f"{who} {LABELS[m][0]}" for m in METRICS for who in ("RR", "Affinity")]
+    rows = [
+        [str(row.concurrency), f"{row.gain:+.0%}"]
+        + [_cell(row.of(profile), m) for m in METRICS for profile in (RR, AFF)]
+        for row in table.rows
+    ]
+    return ["## Predicted", "", *_wide(header, rows), ""]
+
+
+def _cell_rows(cells: list[CellDeviation], values: tuple[str, str]) -> list[list[str]]:
+    """A row a cell: its level, its label, its two `values` (attribute names), its error."""
+    return [
+        [
+            str(c.concurrency),
+            _label(c.column),
+            *(_number(c, getattr(c, v)) for v in values),
+            _error(c),
+        ]
+        for c in cells
+    ]
 
 
 def _comparison(cells: list[CellDeviation], source: str, workers: int) -> list[str]:
+    header = ["Concurrency", "Cell", "Predicted", "Measured", "Error"]
     lines = [
         f"## Against {source}",
         "",
-        "| Concurrency | Cell | Predicted | Measured | Error |",
-        "|---:|---|---:|---:|---:|",
+        *_wide(header, _cell_rows(cells, ("predicted", "measured")), CELL_ALIGN),
     ]
-    for cell in cells:
-        lines.append(
-            f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.predicted)} "
-            f"| {_number(cell, cell.measured)} | {_error(cell)} |"
-        )
-    misses = [cell for cell in cells if abs(cell.error) > GOAL]
     lines += ["", _within_goal(cells)]
-    for cell in misses:
+    for cell in [cell for cell in cells if abs(cell.error) > GOAL]:
         why = reason(cell, workers) or "no known effect explains it"
         lines.append(f"- c={cell.concurrency} {_label(cell.column)}: {_error(cell)}; {why}")
     return [*lines, ""]
@@ -179,15 +185,18 @@ def _cache_hits(prediction: Prediction) -> list[str]:
             "and how much the prediction corrected round robin's requests/s for the difference."
         ),
         "",
-        "| Concurrency | Lab | Random scatter | RR req/s corrected by |",
-        "|---:|---:|---:|---:|",
     ]
-    for row in prediction.rows:
-        lines.append(
-            f"| {row.concurrency} | {row.round_robin_cache_hits:.1%} | "
-            f"{row.scatter_cache_hits:.1%} | {row.round_robin_scatter_correction:+.1%} |"
-        )
-    return [*lines, ""]
+    header = ["Concurrency", "Lab", "Random scatter", "RR req/s corrected by"]
+    rows = [
+        [
+            str(row.concurrency),
+            f"{row.round_robin_cache_hits:.1%}",
+            f"{row.scatter_cache_hits:.1%}",
+            f"{row.round_robin_scatter_correction:+.1%}",
+        ]
+        for row in prediction.rows
+    ]
+    return [*lines, *_wide(header, rows), ""]
 
 
 def slowdown_differences(first: Prediction, second: Prediction) -> list[CellDeviation]:
@@ -214,15 +223,15 @@ def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
             f"{worst.concurrency}, {_error(worst)}. {verdict}"
         ),
         "",
-        "| Concurrency | Cell | At " + f"{first.slowdown:g}x | At {second.slowdown:g}x | Change |",
-        "|---:|---|---:|---:|---:|",
     ]
-    for cell in cells:
-        lines.append(
-            f"| {cell.concurrency} | {_label(cell.column)} | {_number(cell, cell.measured)} "
-            f"| {_number(cell, cell.predicted)} | {_error(cell)} |"
-        )
-    return [*lines, ""]
+    header = [
+        "Concurrency",
+        "Cell",
+        f"At {first.slowdown:g}x",
+        f"At {second.slowdown:g}x",
+        "Change",
+    ]
+    return [*lines, *_wide(header, _cell_rows(cells, ("measured", "predicted")), CELL_ALIGN), ""]
 
 
 def summary(cells: list[CellDeviation]) -> list[str]:
@@ -268,9 +277,10 @@ def _versus(cell: CellDeviation) -> str:
     return f"{_number(cell, cell.predicted)} vs {_number(cell, cell.measured)} ({_error(cell)})"
 
 
-def _wide(header: list[str], rows: list[list[str]]) -> list[str]:
+def _wide(header: list[str], rows: list[list[str]], align: str | None = None) -> list[str]:
+    """A Markdown table, its columns right-aligned unless `align` gives its separator line."""
     return [
         "| " + " | ".join(header) + " |",
-        "|" + "---:|" * len(header),
+        align or "|" + "---:|" * len(header),
         *("| " + " | ".join(row) + " |" for row in rows),
     ]

@@ -11,8 +11,8 @@ from pathlib import Path
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from lab.cluster_ab import GRAPH_READY_TIMEOUT_SECONDS, profile_config
+from lab.deployed_graph import Phase, graph_status
 from lab.frontend_service import reached_at
-from lab.graph_status import Phase, graph_status
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 

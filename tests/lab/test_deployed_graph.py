@@ -13,8 +13,7 @@ import yaml
 from components.names import SERVED_MODEL
 from components.routing import RoutingProfile, routing_for
 from lab.deployed_graph import UnrunnableGraph, WorkerMapping, read_graph
-from lab.frontend_command import FrontendCommand, listen_on
-from lab.graph import GraphSpec
+from lab.graph import FrontendCommand, GraphSpec, listen_on
 
 MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
 

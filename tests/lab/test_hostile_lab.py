@@ -19,12 +19,13 @@ from typing import Any, ClassVar, Self
 import pytest
 
 import lab.__main__ as lab_cli
+from common.output_folders import claimed_folder
 from components.routing import RoutingProfile, routing_for
 from lab import isolation
+from lab.__main__ import WRITER
 from lab.delay_proxy import LOOPBACK, loopback_listener
 from lab.environment import dynamo_environment
 from lab.graph import GraphSpec, LabGraph, lab_outputs
-from lab.out_folder import lab_out
 from stages.incluster import exit_causes
 from tests.tally import flag, record, run_command
 
@@ -51,7 +52,7 @@ def no_graph(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_second_lab_command_on_a_served_folder_refuses_to_start(
     tmp_path: Path, command: list[str]
 ) -> None:
-    with lab_out(tmp_path / "lab", "up"):  # a `lab up` serving there
+    with claimed_folder(tmp_path / "lab", WRITER, command=f"{WRITER} up"):  # a `lab up` there
         status, _, err = run_command(
             "one run per folder", lab_main, [*command, "--out", str(tmp_path / "lab")]
         )
@@ -84,7 +85,7 @@ def test_the_lab_never_writes_a_folder_holding_a_users_files(
 
 def test_the_committed_prediction_is_the_labs_own_folder() -> None:
     docs = Path(__file__).resolve().parents[2] / "docs" / "lab-prediction"
-    with lab_out(docs, "report"):
+    with claimed_folder(docs, WRITER, command=f"{WRITER} report"):
         pass
     assert not (docs / ".run.lock").exists()
 

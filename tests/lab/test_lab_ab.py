@@ -18,7 +18,7 @@ import pytest
 from components.routing import RoutingProfile
 from lab.ab import LabAbTarget, lab_archive
 from lab.environment import LabInstall
-from lab.workload import LAB_WORKLOAD
+from lab.tools import LAB_WORKLOAD
 from stages.ab.orchestrator import AbRun, run_ab
 from stages.archive import list_runs
 from stages.core.results import ProfileResults

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from components.routing import SESSION_HEADER, RoutingProfile
-from lab.workload import LAB_WORKLOAD
+from lab.tools import LAB_WORKLOAD
 from stages.core.ab_pair import gain_percent
 from stages.core.markdown import markdown_text
 from stages.core.report import (

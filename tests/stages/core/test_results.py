@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from components.routing import RoutingProfile
-from lab.workload import LAB_WORKLOAD
+from lab.tools import LAB_WORKLOAD
 from stages.core.aiperf_export import parse_level, read_level
 from stages.core.results import MAX_MEASURE, ProfileResults, ResultsError
 from stages.core.verdicts import check_level

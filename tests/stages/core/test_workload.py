@@ -9,7 +9,7 @@ import pytest
 from pydantic import ValidationError
 
 from lab.standin import VOCABULARY_SIZE, VideoStandIn, video_prefix, vocabulary
-from lab.workload import LAB_WORKLOAD
+from lab.tools import LAB_WORKLOAD
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload, VideoUrl, dataset_rows
 
 SMALL = LAB_WORKLOAD.model_copy(

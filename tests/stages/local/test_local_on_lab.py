@@ -14,8 +14,7 @@ import pytest
 from components.routing import RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
-from lab.tools import lab_tools
-from lab.workload import LAB_WORKLOAD
+from lab.tools import LAB_WORKLOAD, lab_tools
 from stages.core.results import ProfileResults
 from stages.local.run import run_local_perf
 
