@@ -18,10 +18,6 @@ not one `up` wrote, is refused with a message and stops nothing. Nothing either 
 passes through a link (`common.confined_paths`), and `down` signals only the components it knows
 by their binary. The same code is the real tier's pytest fixture (tests/real/conftest.py): one
 cluster per session.
-
-Over 300 lines: one lifecycle (claim the folder, start each component in order and wait for it,
-install what the recipe needs, write what a shell needs, stop by PID), whose steps share one
-record of what was started (`LocalCluster`); its objects and components are modules of their own.
 """
 
 from __future__ import annotations
@@ -103,6 +99,10 @@ class LocalCluster:
         if check and result.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
         return result.stdout
+
+    def answers(self) -> bool:
+        """The API server's /readyz says ok."""
+        return self.kubectl("get", "--raw=/readyz", check=False).strip() == "ok"
 
     def apply(self, documents: list[dict[str, Any]]) -> None:
         self.kubectl(
@@ -215,7 +215,7 @@ def _start(
 
     launch("etcd", components.etcd(engine, folder / "etcd", ports))
     launch("kube-apiserver", components.kube_apiserver(engine, pki, ports))
-    _wait_for(cluster, "the API server's /readyz", lambda: _readyz(cluster))
+    _wait_for(cluster, "the API server's /readyz", cluster.answers)
     kubeconfig = cluster.kubeconfig
     launch(
         "kube-controller-manager",
@@ -249,10 +249,6 @@ def _nodes_ready(cluster: LocalCluster) -> bool:
     return ready == ["True"] * len(NODES)
 
 
-def _readyz(cluster: LocalCluster) -> bool:
-    return cluster.kubectl("get", "--raw=/readyz", check=False).strip() == "ok"
-
-
 def _wait_for(
     cluster: LocalCluster,
     what: str,
@@ -281,7 +277,5 @@ def _save(cluster: LocalCluster) -> None:
 
 
 def _write_env(cluster: LocalCluster) -> None:
-    lines = [f'export PATH="{cluster.engine.bin}:$PATH"']
-    lines += [f"export {name}={value}" for name, value in cluster.environment().items()]
     header = "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
-    write_inside(cluster.folder, "env.sh", header + "\n".join(lines) + "\n")
+    write_inside(cluster.folder, "env.sh", header + cluster.engine.exports(cluster.environment()))

@@ -67,7 +67,7 @@ def make_pki(folder: Path) -> Pki:
 
 def _new_key(key: Path, out: Path, subject: str, *options: str) -> None:
     """A new key in `key` and a request for `subject` in `out` (with `-x509`: a certificate)."""
-    new_key = ["-new", "-nodes", "-newkey", "ec", *CURVE, "-keyout", key]
+    new_key: list[str | Path] = ["-new", "-nodes", "-newkey", "ec", *CURVE, "-keyout", key]
     _openssl("req", *new_key, "-out", out, "-subj", subject, *options)
 
 
@@ -79,7 +79,7 @@ def _signed(pki: Pki, key: Path, cert: Path, subject: str, extensions: list[str]
         "\n".join(["basicConstraints=CA:FALSE", "keyUsage=critical,digitalSignature", *extensions])
         + "\n"
     )
-    ca = ["-CA", pki.ca_cert, "-CAkey", pki.ca_key, "-CAcreateserial"]
+    ca: list[str | Path] = ["-CA", pki.ca_cert, "-CAkey", pki.ca_key, "-CAcreateserial"]
     _openssl("x509", "-req", "-in", request, *ca, "-out", cert, "-days", DAYS, "-extfile", extfile)
     request.unlink()
     extfile.unlink()

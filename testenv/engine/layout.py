@@ -52,6 +52,13 @@ class Engine:
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
         }
 
+    def exports(self, environment: Mapping[str, str] | None = None) -> str:
+        """Shell lines that put these tools first on PATH and export `environment` (else theirs)."""
+        lines = [f'export PATH="{self.bin}:$PATH"']
+        chosen = self.environment() if environment is None else environment
+        lines += [f"export {name}={value}" for name, value in chosen.items()]
+        return "\n".join(lines) + "\n"
+
     def is_complete(self) -> bool:
         return (self.root / ".complete").is_file()
 
