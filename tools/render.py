@@ -27,8 +27,13 @@ from pulumi import RunError
 from common.credentials import mask_values, masked_output
 from common.output_folders import claimed_folder, os_error_reason
 from common.parsers import CommandParser
-from tools.mock_engine import ProgramRun, mask_secrets
-from tools.offline import run_program, shared_layer_outputs, shared_stack_name
+from tools.offline import (
+    ProgramRun,
+    mask_secrets,
+    run_program,
+    shared_layer_outputs,
+    shared_stack_name,
+)
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 KIND_ORDER = (

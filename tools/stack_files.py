@@ -21,7 +21,6 @@ ORGANIZATION = "organization"
 SHARED_STACK = f"{ORGANIZATION}/{PROJECT}/shared"
 SECRET_PLACEHOLDER = "offline-placeholder-secret"
 """Stands in for a secret the render cannot decrypt; it is masked in everything written."""
-MASK = "<secret>"
 
 # Example site values: what a user sets per cluster before the first `pulumi up` (README, Quick
 # start). The offline render fills them in with --example-site, the golden manifests use them.

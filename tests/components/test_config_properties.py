@@ -47,7 +47,7 @@ from components.settings import PROJECT, StackSettings, qualified_stack_name
 from tests.components.test_settings import LEGAL_EDGES, TESTERS_ACCEPTED_BUT_INVALID
 from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools import offline
-from tools.mock_engine import ProgramRun
+from tools.offline import ProgramRun
 from tools.render import rendered_objects
 from tools.stack_files import (
     ORGANIZATION,

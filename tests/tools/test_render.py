@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from common.credentials import MASK
 from tools import render
-from tools.mock_engine import MASK
 from tools.stack_files import SECRET_PLACEHOLDER
 
 
