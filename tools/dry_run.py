@@ -31,7 +31,7 @@ from kubernetes.dynamic.exceptions import (
 )
 
 from components.kubeconfig import api_client as kubeconfig_client
-from tools.violations import API_SERVER, Manifest, Violation, object_name
+from tools.violations import API_SERVER, Manifest, Violation, metadata, object_name
 
 DRY_RUN_QUERY = [("dryRun", "All"), ("fieldValidation", "Strict")]
 NAMESPACE_GONE_SECONDS = 60.0
@@ -124,16 +124,11 @@ def _cause_message(cause: Mapping[str, Any]) -> str:
 
 
 def _namespace(manifest: Manifest) -> str:
-    return str(_metadata(manifest).get("namespace") or "default")
+    return str(metadata(manifest).get("namespace") or "default")
 
 
 def _name(manifest: Manifest) -> str:
-    return str(_metadata(manifest).get("name", ""))
-
-
-def _metadata(manifest: Manifest) -> Mapping[str, Any]:
-    metadata = manifest.get("metadata")
-    return metadata if isinstance(metadata, Mapping) else {}
+    return str(metadata(manifest).get("name", ""))
 
 
 def _settled(api: Any, namespace: str) -> bool:

@@ -9,8 +9,8 @@ a manifest would first surface during `pulumi up`. Here every rendered object is
   every object as a server-side dry run and judges it as it would judge `pulumi up`'s create:
   the built-in types' validation, the CRD's structural schema, defaults and CEL rules, list-type
   map keys, strict field validation;
-* against the Dynamo operator's admission rules that are no CEL rule of the CRD (`tools.admission`,
-  hand-written from the operator's source: no operator runs here).
+* against the Dynamo operator's admission rules that are no CEL rule of the CRD
+  (`tools.violations`, hand-written from the operator's source: no operator runs here).
 
 There is no offline fallback: a check without an API server would be a second, weaker oracle. It
 needs `make engine` (the pinned control plane) and the CRD. Every violation is reported, each
@@ -31,7 +31,7 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pulumi import RunError
@@ -41,14 +41,13 @@ from common.input_files import MAX_KUBECONFIG_BYTES
 from common.parsers import CommandParser
 from common.yaml_input import read_yaml_file
 from testenv import cluster
-from testenv.crd import CRD_NAME, ENV, GRAPH_KIND, CrdError, crd_path, load_crd
+from testenv.crd import CRD_NAME, ENV, CrdError, crd_path, load_crd
 from testenv.engine import EngineError, cache_home, located
 from testenv.engine.pins import KUBERNETES_VERSION as SERVER_VERSION
-from tools.admission import admission_violations
 from tools.dry_run import dry_run_violations
 from tools.golden import example_render
 from tools.stack_files import SHIPPED_STACKS
-from tools.violations import Manifest, Violation
+from tools.violations import Manifest, Violation, admission_violations_of
 
 Renders = dict[str, Sequence[Manifest]]
 
@@ -60,11 +59,7 @@ def server_violations(renders: Renders, crd: Path) -> dict[str, list[Violation]]
     with tempfile.TemporaryDirectory(prefix="cosmos3-validate-") as folder:
         running = cluster.up(Path(folder) / "cluster", engine, True, _say_warnings, crd)
         try:
-            return {
-                stack: dry_run_violations(objects, running.kubeconfig)
-                + admission_violations_of(objects)
-                for stack, objects in renders.items()
-            }
+            return _judged(renders, running.kubeconfig)
         finally:
             running.down()
 
@@ -77,30 +72,25 @@ def _on_their_cluster(
     from urllib3.exceptions import HTTPError
 
     try:
-        return {
-            stack: dry_run_violations(objects, kubeconfig, context=context)
-            + admission_violations_of(objects)
-            for stack, objects in renders.items()
-        }
+        return _judged(renders, kubeconfig, context)
     except (ConfigException, HTTPError, OSError) as error:
         where = f"context {context!r} of {kubeconfig}" if context else str(kubeconfig)
         raise ValueError(f"cannot reach the API server of {where}: {error}") from None
 
 
+def _judged(
+    renders: Renders, kubeconfig: Path, context: str | None = None
+) -> dict[str, list[Violation]]:
+    return {
+        stack: dry_run_violations(objects, kubeconfig, context=context)
+        + admission_violations_of(objects)
+        for stack, objects in renders.items()
+    }
+
+
 def _say_warnings(line: str) -> None:
     if line.startswith("warning:"):  # a CRD of another version than the tested one
         print(line)
-
-
-def admission_violations_of(objects: Iterable[Manifest]) -> list[Violation]:
-    """The operator's admission rules, on every graph among `objects`."""
-    return [v for manifest in objects if is_graph(manifest) for v in admission_violations(manifest)]
-
-
-def is_graph(manifest: Manifest) -> bool:
-    return manifest.get("kind") == GRAPH_KIND and str(manifest.get("apiVersion", "")).startswith(
-        "nvidia.com/"
-    )
 
 
 def _report(stack: str, objects: Sequence[Manifest], violations: Sequence[Violation]) -> str:

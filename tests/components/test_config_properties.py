@@ -8,7 +8,7 @@ breakers, secret-looking env items), checked two ways:
 * through the pure path (parse -> builders), each key alone and several keys at once:
   `parse_stack_config` raises nothing but `ConfigError`, whose every problem names a key and shows
   nothing that may be secret; what it accepts builds objects that keep the operator's admission
-  rules (`tools.admission`, ours); whether the API server accepts them is the real tier's to
+  rules (`tools.violations`, ours); whether the API server accepts them is the real tier's to
   show, the one oracle of that: it sends accepted configs' objects to the API server itself,
   whole configs and each key alone (tests/real/test_server_validation.py);
 * through the real program under Pulumi mocks (`tools.offline.run_program`), fewer examples: a
@@ -57,7 +57,7 @@ from tools.stack_files import (
     owns_layer,
     qualified,
 )
-from tools.validate import admission_violations_of
+from tools.violations import admission_violations_of
 
 Manifest = dict[str, Any]
 # Hypothesis runs the whole program on hundreds of generated configs: seconds in all.

@@ -43,10 +43,9 @@ from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN
 from tools import validate
-from tools.admission import admission_violations
 from tools.dry_run import dry_run_violations
 from tools.stack_files import cli_value, qualified
-from tools.violations import API_SERVER, Violation
+from tools.violations import API_SERVER, Violation, admission_violations
 
 DGD = "DynamoGraphDeployment"
 WORKER = "spec.components[1]"
@@ -465,7 +464,7 @@ def test_legal_edge_values_deploy_objects_the_api_server_accepts(
 def test_main_without_an_image_passes_the_crd_but_not_the_operators_admission_rule(
     judge: Judge,
 ) -> None:
-    # The CRD's sidecar rule exempts `main`; the operator's webhook refuses it (tools/admission.py).
+    # The CRD's sidecar rule exempts `main`; the operator's webhook refuses it (tools/violations.py).
     manifest = graph()
     del worker(manifest)["podTemplate"]["spec"]["containers"][0]["image"]
     assert judge([manifest]) == []
