@@ -20,7 +20,6 @@ engine's output drifts from them.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -30,11 +29,11 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, write_inside
-from common.input_files import MAX_RECORD_BYTES, read_text
 from common.parsers import CommandParser
 from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+from tools.golden import file_drift, read_golden
 
 GOLDEN_DIR = REPO_ROOT / "manifests" / "engine"
 DIFF_STACK = "session-affinity"
@@ -106,15 +105,9 @@ def generate() -> dict[Path, str]:
 
 
 def drift(files: dict[Path, str]) -> str:
-    chunks: list[str] = []
-    for path, text in files.items():
-        committed = read_text(path, "engine golden", MAX_RECORD_BYTES) if path.exists() else ""
-        if committed != text:
-            name = str(path.relative_to(REPO_ROOT))
-            chunks += difflib.unified_diff(
-                committed.splitlines(True), text.splitlines(True), f"{name} (committed)", "engine"
-            )
-    return "".join(chunks)
+    named = {path.relative_to(REPO_ROOT).as_posix(): (path, text) for path, text in files.items()}
+    committed = {name: read_golden(path) for name, (path, _) in named.items() if path.exists()}
+    return file_drift(committed, {name: text for name, (_, text) in named.items()}, "engine")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

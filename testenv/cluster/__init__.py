@@ -69,10 +69,6 @@ class LocalCluster:
     def kubeconfig(self) -> Path:
         return self.folder / "kubeconfig"
 
-    @property
-    def state_file(self) -> Path:
-        return self.folder / "cluster.json"
-
     def environment(self) -> dict[str, str]:
         """What a process needs to use this cluster with the engine's tools (env.sh, as a dict)."""
         env = self.engine.environment()
