@@ -170,15 +170,17 @@ def shared_layer_outputs(
     return {layer_stack: {key: value for key, value in stored.items() if value is not None}}
 
 
-def unwrap_secrets(value: Any) -> Any:
-    """Replace Pulumi's secret envelopes in mock inputs by their values."""
+def unwrap_secrets(value: Any, mask: bool = False, inside_secret: bool = False) -> Any:
+    """Pulumi's secret envelopes in mock inputs replaced by their values; with `mask`, every value
+    inside one masked instead, keeping its shape (a Secret's stringData keeps its keys): what may
+    be written to disk or a log."""
     if isinstance(value, dict):
         if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return unwrap_secrets(value["value"])
-        return {key: unwrap_secrets(item) for key, item in value.items()}
+            return unwrap_secrets(value["value"], mask, inside_secret=True)
+        return {key: unwrap_secrets(item, mask, inside_secret) for key, item in value.items()}
     if isinstance(value, list):
-        return [unwrap_secrets(item) for item in value]
-    return value
+        return [unwrap_secrets(item, mask, inside_secret) for item in value]
+    return MASK if mask and inside_secret else value
 
 
 @dataclass
@@ -350,15 +352,3 @@ class CapturingMonitor(MockMonitor):
                 **options,
             )
         )
-
-
-def mask_secrets(value: Any, inside_secret: bool = False) -> Any:
-    """Mask every value inside a secret envelope, keeping its shape (a Secret's stringData keeps
-    its keys): what may be written to disk or a log."""
-    if isinstance(value, dict):
-        if value.get(rpc._special_sig_key) == rpc._special_secret_sig:
-            return mask_secrets(value["value"], inside_secret=True)
-        return {key: mask_secrets(item, inside_secret) for key, item in value.items()}
-    if isinstance(value, list):
-        return [mask_secrets(item, inside_secret) for item in value]
-    return MASK if inside_secret else value
