@@ -34,12 +34,12 @@ from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
 from tools.golden import file_drift, read_golden
+from tools.stack_files import SHIPPED_STACKS, owns_layer
 
 GOLDEN_DIR = REPO_ROOT / "manifests" / "engine"
 DIFF_STACK = "session-affinity"
 NEW_TTL = "120"
 DIFF_GOLDEN = GOLDEN_DIR / f"{DIFF_STACK}.preview-diff-ttl-{NEW_TTL}.txt"
-STACKS = ("dev", "shared", "round-robin", "session-affinity")
 PLACEHOLDER_KEY = "nvapi-" + "engine-goldens-placeholder"  # assembled: no scanner hit
 
 _VOLATILE = (
@@ -50,18 +50,14 @@ _VOLATILE = (
 )
 
 
-def urns_golden(stack: str) -> Path:
-    return GOLDEN_DIR / f"{stack}.urns.txt"
-
-
 def deploy_shipped_stacks(stacks: LocalStacks) -> None:
     """Every shipped stack, configured as the Quick start does, deployed."""
-    secret = {"ngcApiKey": PLACEHOLDER_KEY}
-    stacks.configure("dev", LAYER_SITE, secret)
-    stacks.configure("shared", LAYER_SITE, secret)
-    for profile in ("round-robin", "session-affinity"):
-        stacks.configure(profile, SITE)
-    for stack in STACKS:
+    for stack in SHIPPED_STACKS:
+        if owns_layer(stack):
+            stacks.configure(stack, LAYER_SITE, {"ngcApiKey": PLACEHOLDER_KEY})
+        else:
+            stacks.configure(stack, SITE)
+    for stack in SHIPPED_STACKS:
         stacks.run("up", "--yes", "--stack", stack)
 
 
@@ -86,7 +82,7 @@ def normalised(printed: str) -> str:
 
 def engine_files(stacks: LocalStacks) -> dict[Path, str]:
     """Every golden file, from a LocalStacks whose shipped stacks are deployed."""
-    files = {urns_golden(stack): urns(stacks, stack) for stack in STACKS}
+    files = {GOLDEN_DIR / f"{stack}.urns.txt": urns(stacks, stack) for stack in SHIPPED_STACKS}
     files[DIFF_GOLDEN] = ttl_change_diff(stacks)
     return files
 
