@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import runpy
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from unittest import mock
 
 import pulumi
 from pulumi.runtime import rpc
@@ -88,20 +88,10 @@ def run_program(
             pulumi.Output.all(**exported), pulumi.Output.all(**secret_flags), engine
         ).apply(lambda all_three: _record_exports(run, *all_three))
 
-    with _live_view(MockCluster() if cluster is None else cluster):
+    view = MockCluster() if cluster is None else cluster
+    with mock.patch.object(live, "connect", lambda *_: view):  # the program's live cluster
         program()
     return run
-
-
-@contextmanager
-def _live_view(view: Any) -> Iterator[None]:
-    """The program's live cluster (`components.live.connect`) is `view` meanwhile."""
-    real = live.connect
-    live.connect = lambda *_: view
-    try:
-        yield
-    finally:
-        live.connect = real
 
 
 async def engine_outputs(exported: Mapping[str, Any]) -> dict[str, Any]:

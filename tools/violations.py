@@ -1,25 +1,19 @@
-"""What every validation check reports (a Violation, naming the object, the field and the check),
-and the Dynamo operator's admission rules that are no CEL rule of the CRD.
+"""What every validation check reports: a Violation, naming the object, the field and the check
+(API_SERVER: what a real API server refused on a server-side dry run, the check of record,
+`tools.dry_run`; ADMISSION: a rule of the Dynamo operator's validating webhook, here).
 
-The checks are told apart by the `check` field of what they report:
-
-* API_SERVER: what a real API server refused of the object on a server-side dry run, the check of
-  record (`tools.dry_run`);
-* ADMISSION: a rule of the Dynamo operator's validating webhook, which is no CEL rule of the CRD
-  (here).
-
-The operator's validating webhook (ai-dynamo/dynamo `deploy/operator/internal/webhook/validation/`)
-refuses more than the CRD's schema and CEL rules do; these are the ones that apply to what this
-program renders, as recorded in ../shared/reference/dynamo-cosmos3-facts.md section 1.3:
+The webhook (ai-dynamo/dynamo `deploy/operator/internal/webhook/validation/`) refuses more than the
+CRD's schema and CEL rules do; these are the ones that apply to what this program renders, as
+recorded in ../shared/reference/dynamo-cosmos3-facts.md section 1.3:
 
 * main-container: every component's podTemplate has a container named `main` with a non-empty
   image. The operator merges its defaults into `main` (a strategic merge by name) and refuses new
   components without it. The CRD's own CEL rule on `containers[*]` ("sidecar containers must
   specify a non-empty image") exempts `main`, so its image is checked here.
 
-They are hand-written, unlike the CRD's CEL rules (which the API server evaluates: `dry_run`),
-because the webhook is Go code that ships no machine-readable rules and no operator runs here; a
-newer operator may add rules that are not checked here.
+They are hand-written, unlike the CRD's CEL rules (which the API server evaluates), because the
+webhook is Go code that ships no machine-readable rules and no operator runs here; a newer operator
+may add rules that are not checked here.
 """
 
 from __future__ import annotations
