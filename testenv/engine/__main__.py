@@ -6,10 +6,9 @@ import sys
 from collections.abc import Sequence
 
 from common.parsers import CommandParser
+from testenv.engine import EngineError, cache_home, located
 from testenv.engine import __doc__ as package_doc
 from testenv.engine.build import build, build_tools
-from testenv.engine.go import EngineError
-from testenv.engine.layout import cache_home, located
 
 
 def main(argv: Sequence[str] | None = None) -> int:

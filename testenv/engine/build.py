@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from testenv.engine import Engine
 from testenv.engine.go import Builder, EngineError, elapsed, go_environment, go_version, say
-from testenv.engine.layout import Engine
 from testenv.engine.pins import (
     ALL_TOOLS,
     KWOK_STAGES,
