@@ -1,6 +1,6 @@
 """What every validation check reports: a Violation, naming the object, the field and the check
 (API_SERVER: what a real API server refused on a server-side dry run, the check of record,
-`tools.dry_run`; ADMISSION: a rule of the Dynamo operator's validating webhook, here).
+`tools.validate`; ADMISSION: a rule of the Dynamo operator's validating webhook, here).
 
 The webhook (ai-dynamo/dynamo `deploy/operator/internal/webhook/validation/`) refuses more than the
 CRD's schema and CEL rules do; these are the ones that apply to what this program renders, as

@@ -1,4 +1,4 @@
-"""The check of record (`tools.dry_run`): every rendered object as a server-side dry run on the
+"""The check of record (`tools.validate`): every rendered object as a server-side dry run on the
 local control plane, the real kube-apiserver with the real DGD CRD and its CEL rules.
 
 Each bad object the retired hand-written checks refused (a CRD rule broken, an unknown field, a
@@ -43,8 +43,8 @@ from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN
 from tools import validate
-from tools.dry_run import dry_run_violations
 from tools.stack_files import cli_value, qualified
+from tools.validate import dry_run_violations
 from tools.violations import API_SERVER, Violation, admission_violations
 
 DGD = "DynamoGraphDeployment"

@@ -230,7 +230,7 @@ INTERRUPTED_AT = [
     ("stages", "components.contract"),
     ("stages", "yaml"),
     ("tools.validate", "kubernetes"),
-    ("tools.validate", "tools.dry_run"),
+    ("tools.validate", "tools.golden"),
     ("lab", "lab.planner"),
 ]
 
