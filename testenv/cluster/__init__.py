@@ -27,7 +27,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -268,7 +268,7 @@ def _wait_for(
 
 
 def _save(cluster: LocalCluster) -> None:
-    state = {"server": cluster.server, "components": [item.as_json() for item in cluster.started]}
+    state = {"server": cluster.server, "components": [asdict(item) for item in cluster.started]}
     write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
 
 
