@@ -153,13 +153,8 @@ def _slot(tool: GoTool, go: str) -> str:
 
 
 def _cached_tool(home: Path, tool: GoTool, go: str, builder: Builder) -> Path:
-    return _cached_build(
-        home,
-        _slot(tool, go),
-        tool.name,
-        builder.out,
-        functools.partial(build_tool, builder, tool),
-    )
+    make = functools.partial(build_tool, builder, tool)
+    return _cached_build(home, _slot(tool, go), tool.name, builder.out, make)
 
 
 def _cached_build(
