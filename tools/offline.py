@@ -9,6 +9,9 @@ resource options (parent, protect, timeouts, dependencies, provider) never reach
 mocks answer as it does (a Job as completed, since that is when pulumi-kubernetes' await returns;
 a StackReference from a table of stack outputs as the engine stores them).
 
+Over 300 lines: one run of the program under Pulumi's mock runtime, the mocks and monitor it
+records through, and the record it returns (`ProgramRun`).
+
 The stack outputs a run reports are the engine's view (`ProgramRun.exports`): the root outputs
 serialized by the SDK's own code, as the language host sends them when the program ends
 (`Stack._finish`: `massage`, then `serialize_properties`, which drops None-valued keys), and read
