@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,11 +77,12 @@ class LocalStacks:
         return cls(*local_project(workdir, cluster, extra_env))
 
     def run(self, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        return self._run(["pulumi", *args, "--non-interactive", "--color=never"], check, args)
+        argv = ["pulumi", *args, "--non-interactive", "--color=never"]
+        return self._run(argv, check, f"pulumi {' '.join(args)}")
 
     def shell(self, command: str, check: bool = True) -> subprocess.CompletedProcess[str]:
         """One command line (a README's), run by bash in the project copy."""
-        return self._run(["bash", "-euo", "pipefail", "-c", command], check, (command,))
+        return self._run(["bash", "-euo", "pipefail", "-c", command], check, command)
 
     def configure(
         self, stack: str, values: Mapping[str, str], secrets: Mapping[str, str] = {}
@@ -98,11 +99,7 @@ class LocalStacks:
         outputs: dict[str, Any] = json.loads(printed)
         return outputs
 
-    def _run(
-        self, argv: list[str], check: bool, shown: Sequence[str]
-    ) -> subprocess.CompletedProcess[str]:
-        line = " ".join(shown) if argv[0] == "pulumi" else shown[0]
-        prefix = "pulumi " if argv[0] == "pulumi" else ""
+    def _run(self, argv: list[str], check: bool, line: str) -> subprocess.CompletedProcess[str]:
         try:
             result = subprocess.run(
                 argv,
@@ -117,12 +114,12 @@ class LocalStacks:
             output = timeout.stdout or b""
             printed = output.decode(errors="replace") if isinstance(output, bytes) else output
             raise PulumiFailed(
-                f"`{prefix}{line}` ran past {COMMAND_TIMEOUT_SECONDS} s:\n{printed[-OUTPUT_TAIL:]}"
+                f"`{line}` ran past {COMMAND_TIMEOUT_SECONDS} s:\n{printed[-OUTPUT_TAIL:]}"
             ) from None
-        self.transcript.append(f"$ {prefix}{line}\n{result.stdout}{result.stderr}")
+        self.transcript.append(f"$ {line}\n{result.stdout}{result.stderr}")
         if check and result.returncode != 0:
             raise PulumiFailed(
-                f"`{prefix}{line}` exited {result.returncode}:\n"
+                f"`{line}` exited {result.returncode}:\n"
                 f"{result.stdout[-OUTPUT_TAIL:]}\n{result.stderr[-OUTPUT_TAIL:]}"
             )
         return result

@@ -19,8 +19,7 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
 from tests.support import NGC_KEY, quiet_about_aborted_programs
-from tools.mock_engine import ProgramRun
-from tools.offline import run_program, shared_layer_outputs
+from tools.offline import ProgramRun, run_program, shared_layer_outputs
 from tools.stack_files import example_site_for, owns_layer
 
 pytest_plugins = ["tests.s3"]

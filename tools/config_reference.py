@@ -1,17 +1,28 @@
 """The configuration reference in docs/configuration.md, generated from Pulumi.yaml's declarations.
 
     python -m tools.config_reference      # prints the Markdown table
+    python -m tools.readme_sync           # rewrites the generated block in docs/configuration.md
+    python -m tools.readme_sync --check   # exit 1 when docs/configuration.md is out of date
 
-`python -m tools.readme_sync` writes it into docs/configuration.md; a test compares that page with
-this output, so the reference cannot drift from Pulumi.yaml.
+A test compares that page with this output, so the reference cannot drift from Pulumi.yaml. The
+name `readme_sync` is older than the page (the table used to live in README.md).
 """
 
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
+from common import REPO_ROOT
+from common.confined_paths import OutputFolderError, write_inside
+from common.input_files import MAX_RECORD_BYTES, read_text
 from tools.stack_files import declared_config
+
+PAGE = "docs/configuration.md"
+TARGET = REPO_ROOT / PAGE
+"""The page that holds the generated block."""
+START, END = "<!-- CONFIG-REFERENCE:START -->", "<!-- CONFIG-REFERENCE:END -->"
 
 
 def _default(declaration: dict[str, Any]) -> str:
@@ -36,6 +47,33 @@ def reference_table() -> str:
         description = " ".join(declaration["description"].split()).replace("<", "&lt;")
         lines.append(f"| `{key}` | {kind} | {_default(declaration)} | {description} |")
     return "\n".join(lines)
+
+
+def synced(text: str) -> str:
+    """`text` with the block between START and END replaced by the current reference table."""
+    head, rest = text.split(START, 1)
+    _, tail = rest.split(END, 1)
+    return f"{head}{START}\n{reference_table()}\n{END}{tail}"
+
+
+def sync(argv: list[str]) -> int:
+    """`python -m tools.readme_sync [--check]`: rewrite the page's block, or check it."""
+    text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
+    if "--check" in argv:
+        if synced(text) != text:
+            print(
+                "docs/configuration.md configuration reference is stale: "
+                "run python -m tools.readme_sync",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
+    try:  # a link there (a clone may carry one) is refused, never written through
+        write_inside(REPO_ROOT, PAGE, synced(text))
+    except OutputFolderError as error:
+        print(f"tools.readme_sync: {error}", file=sys.stderr)
+        return 2
+    return 0
 
 
 if __name__ == "__main__":

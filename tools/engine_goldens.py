@@ -20,7 +20,6 @@ engine's output drifts from them.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import sys
@@ -30,17 +29,17 @@ from pathlib import Path
 
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, write_inside
-from common.input_files import MAX_RECORD_BYTES, read_text
 from common.parsers import CommandParser
 from testenv import cluster as local
 from testenv.engine import EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks, PulumiFailed
+from tools.golden import file_drift, read_golden
+from tools.stack_files import SHIPPED_STACKS, owns_layer
 
 GOLDEN_DIR = REPO_ROOT / "manifests" / "engine"
 DIFF_STACK = "session-affinity"
 NEW_TTL = "120"
 DIFF_GOLDEN = GOLDEN_DIR / f"{DIFF_STACK}.preview-diff-ttl-{NEW_TTL}.txt"
-STACKS = ("dev", "shared", "round-robin", "session-affinity")
 PLACEHOLDER_KEY = "nvapi-" + "engine-goldens-placeholder"  # assembled: no scanner hit
 
 _VOLATILE = (
@@ -51,18 +50,14 @@ _VOLATILE = (
 )
 
 
-def urns_golden(stack: str) -> Path:
-    return GOLDEN_DIR / f"{stack}.urns.txt"
-
-
 def deploy_shipped_stacks(stacks: LocalStacks) -> None:
     """Every shipped stack, configured as the Quick start does, deployed."""
-    secret = {"ngcApiKey": PLACEHOLDER_KEY}
-    stacks.configure("dev", LAYER_SITE, secret)
-    stacks.configure("shared", LAYER_SITE, secret)
-    for profile in ("round-robin", "session-affinity"):
-        stacks.configure(profile, SITE)
-    for stack in STACKS:
+    for stack in SHIPPED_STACKS:
+        if owns_layer(stack):
+            stacks.configure(stack, LAYER_SITE, {"ngcApiKey": PLACEHOLDER_KEY})
+        else:
+            stacks.configure(stack, SITE)
+    for stack in SHIPPED_STACKS:
         stacks.run("up", "--yes", "--stack", stack)
 
 
@@ -87,7 +82,7 @@ def normalised(printed: str) -> str:
 
 def engine_files(stacks: LocalStacks) -> dict[Path, str]:
     """Every golden file, from a LocalStacks whose shipped stacks are deployed."""
-    files = {urns_golden(stack): urns(stacks, stack) for stack in STACKS}
+    files = {GOLDEN_DIR / f"{stack}.urns.txt": urns(stacks, stack) for stack in SHIPPED_STACKS}
     files[DIFF_GOLDEN] = ttl_change_diff(stacks)
     return files
 
@@ -106,15 +101,9 @@ def generate() -> dict[Path, str]:
 
 
 def drift(files: dict[Path, str]) -> str:
-    chunks: list[str] = []
-    for path, text in files.items():
-        committed = read_text(path, "engine golden", MAX_RECORD_BYTES) if path.exists() else ""
-        if committed != text:
-            name = str(path.relative_to(REPO_ROOT))
-            chunks += difflib.unified_diff(
-                committed.splitlines(True), text.splitlines(True), f"{name} (committed)", "engine"
-            )
-    return "".join(chunks)
+    named = {path.relative_to(REPO_ROOT).as_posix(): (path, text) for path, text in files.items()}
+    committed = {name: read_golden(path) for name, (path, _) in named.items() if path.exists()}
+    return file_drift(committed, {name: text for name, (_, text) in named.items()}, "engine")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

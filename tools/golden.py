@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +46,30 @@ def rendered_files(stack: str) -> dict[str, str]:
     }
 
 
-def committed_files(stack: str) -> dict[str, str]:
-    directory = MANIFESTS / stack
-    paths = [*directory.glob("*.yaml"), directory / OUTPUTS_FILE]
-    return {
-        path.name: read_text(path, "golden manifest", MAX_RECORD_BYTES)
-        for path in paths
-        if path.is_file()
-    }
-
-
 def drift(stack: str) -> str:
     """A unified diff from the committed files to a fresh render; empty when they match."""
-    committed, rendered = committed_files(stack), rendered_files(stack)
+    directory = MANIFESTS / stack
+    paths = [
+        path for path in [*directory.glob("*.yaml"), directory / OUTPUTS_FILE] if path.is_file()
+    ]
+    committed = {f"manifests/{stack}/{path.name}": read_golden(path) for path in paths}
+    rendered = {f"manifests/{stack}/{name}": text for name, text in rendered_files(stack).items()}
+    return file_drift(committed, rendered, "rendered now")
+
+
+def read_golden(path: Path) -> str:
+    return read_text(path, "golden file", MAX_RECORD_BYTES)
+
+
+def file_drift(committed: Mapping[str, str], fresh: Mapping[str, str], fresh_label: str) -> str:
+    """A unified diff from the committed files to fresh ones, by name; empty when they match."""
     chunks: list[str] = []
-    for name in sorted(committed.keys() | rendered.keys()):
-        before, after = committed.get(name, ""), rendered.get(name, "")
+    for name in sorted(committed.keys() | fresh.keys()):
+        before, after = committed.get(name, ""), fresh.get(name, "")
         if before == after:
             continue
-        old = f"manifests/{stack}/{name} (committed)" if name in committed else "/dev/null"
-        new = f"manifests/{stack}/{name} (rendered now)" if name in rendered else "/dev/null"
+        old = f"{name} (committed)" if name in committed else "/dev/null"
+        new = f"{name} ({fresh_label})" if name in fresh else "/dev/null"
         lines = before.splitlines(keepends=True), after.splitlines(keepends=True)
         chunks += difflib.unified_diff(*lines, fromfile=old, tofile=new)
     return "".join(chunks)

@@ -27,8 +27,13 @@ from pulumi import RunError
 from common.credentials import mask_values, masked_output
 from common.output_folders import claimed_folder, os_error_reason
 from common.parsers import CommandParser
-from tools.mock_engine import ProgramRun, mask_secrets
-from tools.offline import run_program, shared_layer_outputs, shared_stack_name
+from tools.offline import (
+    ProgramRun,
+    run_program,
+    shared_layer_outputs,
+    shared_stack_name,
+    unwrap_secrets,
+)
 from tools.stack_files import SHIPPED_STACKS, example_site_for, placeholder_secrets
 
 KIND_ORDER = (
@@ -56,7 +61,7 @@ def render_stack(
 
 def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
     objects = [
-        canonical(mask_values(mask_secrets(r.raw_inputs)), top_level=True)
+        canonical(mask_values(unwrap_secrets(r.raw_inputs, mask=True)), top_level=True)
         for r in run.kubernetes_objects()
     ]
     return sorted(objects, key=lambda o: (kind_rank(o["kind"]), o["metadata"]["name"]))

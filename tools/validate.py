@@ -4,13 +4,16 @@ Why this exists: `pulumi preview` checks nothing against the API server when it 
 cluster, and it skips a DynamoGraphDeployment entirely when the CRD is not installed, so a typo in
 a manifest would first surface during `pulumi up`. Here every rendered object is checked:
 
-* by an API server, the check of record (`tools.dry_run`): a throwaway local control plane
-  (`testenv.cluster`: kube-apiserver 1.37.2 with the DGD CRD that `testenv.crd` finds) receives
-  every object as a server-side dry run and judges it as it would judge `pulumi up`'s create:
-  the built-in types' validation, the CRD's structural schema, defaults and CEL rules, list-type
-  map keys, strict field validation;
-* against the Dynamo operator's admission rules that are no CEL rule of the CRD (`tools.admission`,
-  hand-written from the operator's source: no operator runs here).
+* by an API server, the check of record: a throwaway local control plane (`testenv.cluster`:
+  kube-apiserver 1.37.2 with the DGD CRD that `testenv.crd` finds) receives every object as a
+  server-side dry run and judges it as it would judge `pulumi up`'s create: the built-in types'
+  validation, the CRD's structural schema with its defaults, its CEL rules
+  (`x-kubernetes-validations`), list-type map keys, quantities, and strict field validation (an
+  unknown or duplicated field is refused, where `kubectl` and the Pulumi provider would only
+  warn). Nothing is persisted (`dryRun=All`); what the server refuses comes back as one Violation
+  per cause it names;
+* against the Dynamo operator's admission rules that are no CEL rule of the CRD
+  (`tools.violations`, hand-written from the operator's source: no operator runs here).
 
 There is no offline fallback: a check without an API server would be a second, weaker oracle. It
 needs `make engine` (the pinned control plane) and the CRD. Every violation is reported, each
@@ -22,33 +25,52 @@ with the object, the field, a message and the check that found it (`tools.violat
     python -m tools.validate --all --kubeconfig ~/.kube/config --context my-cluster
 
 With `--kubeconfig` the objects are judged by that cluster's API server instead (a user's own,
-with the Dynamo platform's CRD installed): nothing is persisted, but a namespace an object needs
-and the cluster lacks is created for its dry run and deleted afterwards.
+with the Dynamo platform's CRD installed). A dry run of a namespaced object needs its namespace to
+exist, so the namespaces the objects use are created first (after each Namespace object itself was
+dry-run) and deleted afterwards; a namespace that already existed is neither created nor deleted.
+A Namespace object whose namespace exists is judged as an update (a server-side apply, dry run).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import (
+    ConflictError,
+    DynamicApiError,
+    NotFoundError,
+    ResourceNotFoundError,
+)
 from pulumi import RunError
 
 from common.credentials import masked_output
 from common.input_files import MAX_KUBECONFIG_BYTES
 from common.parsers import CommandParser
 from common.yaml_input import read_yaml_file
+from components.kubeconfig import api_client as kubeconfig_client
 from testenv import cluster
-from testenv.crd import CRD_NAME, ENV, GRAPH_KIND, CrdError, crd_path, load_crd
+from testenv.crd import CRD_NAME, ENV, CrdError, crd_path, load_crd
 from testenv.engine import EngineError, cache_home, located
 from testenv.engine.pins import KUBERNETES_VERSION as SERVER_VERSION
-from tools.admission import admission_violations
-from tools.dry_run import dry_run_violations
 from tools.golden import example_render
 from tools.stack_files import SHIPPED_STACKS
-from tools.violations import Manifest, Violation
+from tools.violations import (
+    API_SERVER,
+    Manifest,
+    Violation,
+    admission_violations_of,
+    metadata,
+    object_name,
+)
 
 Renders = dict[str, Sequence[Manifest]]
 
@@ -60,11 +82,7 @@ def server_violations(renders: Renders, crd: Path) -> dict[str, list[Violation]]
     with tempfile.TemporaryDirectory(prefix="cosmos3-validate-") as folder:
         running = cluster.up(Path(folder) / "cluster", engine, True, _say_warnings, crd)
         try:
-            return {
-                stack: dry_run_violations(objects, running.kubeconfig)
-                + admission_violations_of(objects)
-                for stack, objects in renders.items()
-            }
+            return _judged(renders, running.kubeconfig)
         finally:
             running.down()
 
@@ -77,14 +95,20 @@ def _on_their_cluster(
     from urllib3.exceptions import HTTPError
 
     try:
-        return {
-            stack: dry_run_violations(objects, kubeconfig, context=context)
-            + admission_violations_of(objects)
-            for stack, objects in renders.items()
-        }
+        return _judged(renders, kubeconfig, context)
     except (ConfigException, HTTPError, OSError) as error:
         where = f"context {context!r} of {kubeconfig}" if context else str(kubeconfig)
         raise ValueError(f"cannot reach the API server of {where}: {error}") from None
+
+
+def _judged(
+    renders: Renders, kubeconfig: Path, context: str | None = None
+) -> dict[str, list[Violation]]:
+    return {
+        stack: dry_run_violations(objects, kubeconfig, context=context)
+        + admission_violations_of(objects)
+        for stack, objects in renders.items()
+    }
 
 
 def _say_warnings(line: str) -> None:
@@ -92,22 +116,138 @@ def _say_warnings(line: str) -> None:
         print(line)
 
 
-def admission_violations_of(objects: Iterable[Manifest]) -> list[Violation]:
-    """The operator's admission rules, on every graph among `objects`."""
-    return [v for manifest in objects if is_graph(manifest) for v in admission_violations(manifest)]
-
-
-def is_graph(manifest: Manifest) -> bool:
-    return manifest.get("kind") == GRAPH_KIND and str(manifest.get("apiVersion", "")).startswith(
-        "nvidia.com/"
-    )
-
-
 def _report(stack: str, objects: Sequence[Manifest], violations: Sequence[Violation]) -> str:
     if not violations:
         return f"stack {stack}: {len(objects)} objects, no violations"
     lines = [f"stack {stack}: {len(violations)} violation(s) in {len(objects)} objects"]
     return "\n".join([*lines, *(f"  {violation}" for violation in violations)])
+
+
+DRY_RUN_QUERY = [("dryRun", "All"), ("fieldValidation", "Strict")]
+NAMESPACE_GONE_SECONDS = 60.0
+
+
+def dry_run_violations(
+    objects: Sequence[Manifest],
+    kubeconfig: Path,
+    keep_namespaces: bool = False,
+    context: str | None = None,
+) -> list[Violation]:
+    """What the API server behind `kubeconfig` (its `context`, else its current one) refuses of
+    `objects`, each created as a dry run. `keep_namespaces` leaves the namespaces made for them (a
+    caller judging many object sets in one throwaway cluster saves their deletion each time)."""
+    api_client = kubeconfig_client(kubeconfig, context)  # a KubeconfigError names the file
+    client = DynamicClient(api_client)  # type: ignore[no-untyped-call]
+    namespace_api = client.resources.get(api_version="v1", kind="Namespace")
+    namespaces = [m for m in objects if m.get("kind") == "Namespace"]
+    for manifest in namespaces:  # one an earlier run deleted would refuse its own create
+        _settled(namespace_api, _name(manifest))
+    violations = [v for m in namespaces for v in _dry_run(client, m)]
+    with _namespaces_of(namespace_api, objects, keep_namespaces):
+        violations += [v for m in objects if m not in namespaces for v in _dry_run(client, m)]
+    return violations
+
+
+def _dry_run(client: DynamicClient, manifest: Manifest) -> list[Violation]:
+    name = object_name(manifest)
+    try:
+        resource = client.resources.get(
+            api_version=manifest.get("apiVersion"), kind=manifest.get("kind")
+        )
+    except ResourceNotFoundError:
+        message = f"the API server serves no {manifest.get('kind')} in {manifest.get('apiVersion')}"
+        return [Violation(name, "", message, API_SERVER)]
+    namespace = _namespace(manifest) if resource.namespaced else None
+    try:
+        client.request(
+            "post",
+            resource.path(namespace=namespace),
+            body=dict(manifest),
+            query_params=DRY_RUN_QUERY,
+        )
+    except ConflictError as error:
+        if manifest.get("kind") != "Namespace":
+            return refusal_violations(name, error.body)
+        return _applied(client, resource, manifest)  # it exists: judged as an update instead
+    except DynamicApiError as error:
+        return refusal_violations(name, error.body)
+    return []
+
+
+def _applied(client: DynamicClient, resource: Any, manifest: Manifest) -> list[Violation]:
+    """A server-side apply of `manifest` as a dry run, for an object that exists already."""
+    query = [*DRY_RUN_QUERY, ("fieldManager", "cosmos3-validate"), ("force", "true")]
+    try:
+        client.request(
+            "patch",
+            resource.path(name=_name(manifest)),
+            body=json.dumps(dict(manifest)),
+            query_params=query,
+            content_type="application/apply-patch+yaml",
+        )
+    except DynamicApiError as error:
+        return refusal_violations(object_name(manifest), error.body)
+    return []
+
+
+def refusal_violations(name: str, body: str | bytes | None) -> list[Violation]:
+    """One Violation per cause of a refusal (a Kubernetes Status), else one for its message."""
+    try:
+        status: dict[str, Any] = json.loads(body or "{}")
+    except ValueError:
+        status = {"message": str(body)}
+    causes = status.get("details", {}).get("causes") or []
+    if not causes:
+        return [Violation(name, "", str(status.get("message", "refused")), API_SERVER)]
+    return [
+        Violation(name, str(cause.get("field", "")), _cause_message(cause), API_SERVER)
+        for cause in causes
+    ]
+
+
+def _cause_message(cause: Mapping[str, Any]) -> str:
+    """The cause's message without the field the Violation already names in front of it."""
+    message = str(cause.get("message", cause.get("reason", "")))
+    field = str(cause.get("field", ""))
+    prefix = f"{field}: "
+    return message[len(prefix) :] if field and message.startswith(prefix) else message
+
+
+def _namespace(manifest: Manifest) -> str:
+    return str(metadata(manifest).get("namespace") or "default")
+
+
+def _name(manifest: Manifest) -> str:
+    return str(metadata(manifest).get("name", ""))
+
+
+def _settled(api: Any, namespace: str) -> bool:
+    """Whether `namespace` exists, once it is not being deleted (an earlier run's, awaited: nothing
+    can be created in a namespace being terminated, not even as a dry run)."""
+    deadline = time.monotonic() + NAMESPACE_GONE_SECONDS
+    while True:
+        try:
+            found = api.get(name=namespace)
+        except NotFoundError:
+            return False
+        if found.status.phase != "Terminating" or time.monotonic() > deadline:
+            return True
+        time.sleep(0.2)
+
+
+@contextmanager
+def _namespaces_of(api: Any, objects: Sequence[Manifest], keep: bool) -> Iterator[None]:
+    """The namespaces `objects` live in exist while the block runs; those made here go after,
+    unless `keep`."""
+    wanted = {_namespace(m) for m in objects if m.get("kind") != "Namespace"}
+    made = [namespace for namespace in sorted(wanted) if not _settled(api, namespace)]
+    for namespace in made:
+        api.create(body={"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    try:
+        yield
+    finally:
+        for namespace in [] if keep else made:
+            api.delete(name=namespace)
 
 
 def main(argv: list[str] | None = None) -> int:

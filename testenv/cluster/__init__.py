@@ -18,10 +18,6 @@ not one `up` wrote, is refused with a message and stops nothing. Nothing either 
 passes through a link (`common.confined_paths`), and `down` signals only the components it knows
 by their binary. The same code is the real tier's pytest fixture (tests/real/conftest.py): one
 cluster per session.
-
-Over 300 lines: one lifecycle (claim the folder, start each component in order and wait for it,
-install what the recipe needs, write what a shell needs, stop by PID), whose steps share one
-record of what was started (`LocalCluster`); its objects and components are modules of their own.
 """
 
 from __future__ import annotations
@@ -31,7 +27,7 @@ import os
 import subprocess
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,10 +69,6 @@ class LocalCluster:
     def kubeconfig(self) -> Path:
         return self.folder / "kubeconfig"
 
-    @property
-    def state_file(self) -> Path:
-        return self.folder / "cluster.json"
-
     def environment(self) -> dict[str, str]:
         """What a process needs to use this cluster with the engine's tools (env.sh, as a dict)."""
         env = self.engine.environment()
@@ -103,6 +95,10 @@ class LocalCluster:
         if check and result.returncode != 0:
             raise ClusterError(f"kubectl {' '.join(args)}: {result.stderr.strip()}")
         return result.stdout
+
+    def answers(self) -> bool:
+        """The API server's /readyz says ok."""
+        return self.kubectl("get", "--raw=/readyz", check=False).strip() == "ok"
 
     def apply(self, documents: list[dict[str, Any]]) -> None:
         self.kubectl(
@@ -215,7 +211,7 @@ def _start(
 
     launch("etcd", components.etcd(engine, folder / "etcd", ports))
     launch("kube-apiserver", components.kube_apiserver(engine, pki, ports))
-    _wait_for(cluster, "the API server's /readyz", lambda: _readyz(cluster))
+    _wait_for(cluster, "the API server's /readyz", cluster.answers)
     kubeconfig = cluster.kubeconfig
     launch(
         "kube-controller-manager",
@@ -249,10 +245,6 @@ def _nodes_ready(cluster: LocalCluster) -> bool:
     return ready == ["True"] * len(NODES)
 
 
-def _readyz(cluster: LocalCluster) -> bool:
-    return cluster.kubectl("get", "--raw=/readyz", check=False).strip() == "ok"
-
-
 def _wait_for(
     cluster: LocalCluster,
     what: str,
@@ -276,12 +268,10 @@ def _wait_for(
 
 
 def _save(cluster: LocalCluster) -> None:
-    state = {"server": cluster.server, "components": [item.as_json() for item in cluster.started]}
+    state = {"server": cluster.server, "components": [asdict(item) for item in cluster.started]}
     write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
 
 
 def _write_env(cluster: LocalCluster) -> None:
-    lines = [f'export PATH="{cluster.engine.bin}:$PATH"']
-    lines += [f"export {name}={value}" for name, value in cluster.environment().items()]
     header = "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
-    write_inside(cluster.folder, "env.sh", header + "\n".join(lines) + "\n")
+    write_inside(cluster.folder, "env.sh", header + cluster.engine.exports(cluster.environment()))

@@ -31,9 +31,6 @@ class Started:
     binary: str
     log: str
 
-    def as_json(self) -> dict[str, str | int]:
-        return {"name": self.name, "pid": self.pid, "binary": self.binary, "log": self.log}
-
     @classmethod
     def from_json(cls, data: Mapping[str, object]) -> Started:
         return cls(str(data["name"]), int(str(data["pid"])), str(data["binary"]), str(data["log"]))
@@ -64,11 +61,9 @@ def start(
 def runs(started: Started) -> bool:
     """True when the PID is alive and still runs the binary it was started with."""
     try:
-        exe = os.readlink(f"/proc/{started.pid}/exe")
+        exe = os.readlink(f"/proc/{started.pid}/exe").removesuffix(" (deleted)")
     except OSError:
         return False
-    if exe.endswith(" (deleted)"):
-        exe = exe.removesuffix(" (deleted)")
     return exe == started.binary or Path(exe).name == Path(started.binary).name
 
 

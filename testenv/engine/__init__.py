@@ -17,20 +17,77 @@ Stdlib only: `make engine` runs this before any virtualenv exists.
     python -m testenv.engine env         # the shell exports of a built engine (PATH, PULUMI_HOME, ...)
 """
 
-from testenv.engine.go import EngineError
-from testenv.engine.layout import Engine, cache_home, located
-from testenv.engine.pins import (
-    KUBERNETES_VERSION,
-    PROVIDER_VERSION,
-    PULUMI_VERSION,
-)
+from __future__ import annotations
 
-__all__ = [
-    "KUBERNETES_VERSION",
-    "PROVIDER_VERSION",
-    "PULUMI_VERSION",
-    "Engine",
-    "EngineError",
-    "cache_home",
-    "located",
-]
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from testenv.engine.go import EngineError, go_version
+from testenv.engine.pins import KWOK_STAGES, PROVIDER_BINARY, PULUMI_VERSION, engine_key
+
+__all__ = ["PULUMI_VERSION", "Engine", "EngineError", "cache_home", "located"]
+
+
+def cache_home(environ: Mapping[str, str] = os.environ) -> Path:
+    """Where builds and caches live: outside the work tree, shared by every clone."""
+    if explicit := environ.get("COSMOS3_ENGINE_HOME"):
+        return Path(explicit)
+    base = environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "cosmos3-engine"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """A built engine: where each tool is, and the environment that uses them."""
+
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def provider(self) -> Path:
+        return self.root / "provider" / PROVIDER_BINARY
+
+    @property
+    def kwok_stages(self) -> list[Path]:
+        return [self.root / "kwok-stages" / Path(stage).name for stage in KWOK_STAGES]
+
+    @property
+    def pulumi_home(self) -> Path:
+        return self.root / "pulumi-home"
+
+    def tool(self, name: str) -> Path:
+        return self.bin / name
+
+    def environment(self) -> dict[str, str]:
+        """What a shell or a subprocess needs to use these tools and nothing else."""
+        return {
+            "PULUMI_HOME": str(self.pulumi_home),
+            "PULUMI_SKIP_UPDATE_CHECK": "true",
+            "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+        }
+
+    def exports(self, environment: Mapping[str, str] | None = None) -> str:
+        """Shell lines that put these tools first on PATH and export `environment` (else theirs)."""
+        lines = [f'export PATH="{self.bin}:$PATH"']
+        chosen = self.environment() if environment is None else environment
+        lines += [f"export {name}={value}" for name, value in chosen.items()]
+        return "\n".join(lines) + "\n"
+
+    def is_complete(self) -> bool:
+        return (self.root / ".complete").is_file()
+
+
+def located(home: Path, environ: Mapping[str, str] = os.environ) -> Engine:
+    """The engine that `build` made for these pins, or an error saying to run `make engine`."""
+    engine = Engine(home / f"engine-{engine_key(go_version(environ))}")
+    if not engine.is_complete():
+        raise EngineError(
+            f"engine: the pinned tools are not built in {home} (run `make engine`: about 25 min "
+            "cold on 2 cores, seconds warm)"
+        )
+    return engine

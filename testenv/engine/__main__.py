@@ -6,16 +6,9 @@ import sys
 from collections.abc import Sequence
 
 from common.parsers import CommandParser
+from testenv.engine import EngineError, cache_home, located
 from testenv.engine import __doc__ as package_doc
 from testenv.engine.build import build, build_tools
-from testenv.engine.go import EngineError
-from testenv.engine.layout import Engine, cache_home, located
-
-
-def shell_exports(engine: Engine) -> str:
-    lines = [f'export PATH={engine.bin}:"$PATH"']
-    lines += [f"export {name}={value}" for name, value in engine.environment().items()]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -41,7 +34,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(error, file=sys.stderr)
         return 1
     if args.command == "env":
-        sys.stdout.write(shell_exports(engine))
+        sys.stdout.write(engine.exports())
     elif args.command == "path":
         print(engine.root)
     return 0

@@ -10,8 +10,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from testenv.engine import Engine
 from testenv.engine.go import Builder, EngineError, elapsed, go_environment, go_version, say
-from testenv.engine.layout import Engine
 from testenv.engine.pins import (
     ALL_TOOLS,
     KWOK_STAGES,
@@ -92,19 +92,17 @@ def _make_writable(folder: Path) -> None:
 
 
 def build(
-    home: Path, out: Callable[[str], None] | None = None, environ: Mapping[str, str] = os.environ
+    home: Path, out: Callable[[str], None] = say, environ: Mapping[str, str] = os.environ
 ) -> Engine:
     """Build what is missing and assemble the engine; a warm call only hashes files."""
-    out = out or say
     version = go_version(environ)
     engine = Engine(home / f"engine-{engine_key(version)}")
     if engine.is_complete():
         out(f"engine: ready (cached) in {engine.root}")
         return engine
     started = time.monotonic()
-    missing = [
-        tool.name for tool in TOOLS if not (_slot(home, tool, version) / ".complete").is_file()
-    ]
+    slots = home / "tools"
+    missing = [t.name for t in TOOLS if not (slots / _slot(t, version) / ".complete").is_file()]
     if missing:
         out(
             f"engine: building {', '.join(missing)} from the Go module proxy into {home}: about "
@@ -130,12 +128,11 @@ def build(
 def build_tools(
     home: Path,
     names: Sequence[str],
-    out: Callable[[str], None] | None = None,
+    out: Callable[[str], None] = say,
     environ: Mapping[str, str] = os.environ,
 ) -> dict[str, Path]:
     """Only the named tools, each into its cached slot, without assembling an engine: a new tool
     can be built (and timed) while another build fills the other slots."""
-    out = out or say
     chosen = [tool for tool in ALL_TOOLS if tool.name in names]
     if unknown := sorted(set(names) - {tool.name for tool in chosen}):
         raise EngineError(f"engine: no pinned tool named {', '.join(unknown)}")
@@ -145,28 +142,19 @@ def build_tools(
 
 
 def s3_server(
-    home: Path, out: Callable[[str], None] | None = None, environ: Mapping[str, str] = os.environ
+    home: Path, out: Callable[[str], None] = say, environ: Mapping[str, str] = os.environ
 ) -> Path:
     """SeaweedFS's `weed`, built into its slot if it is not there yet (`pins.S3_SERVER`)."""
     return build_tools(home, [S3_SERVER.name], out, environ)[S3_SERVER.name]
 
 
-def _slot(home: Path, tool: GoTool, go: str) -> Path:
-    return home / "tools" / _slot_name(tool, go)
-
-
-def _slot_name(tool: GoTool, go: str) -> str:
+def _slot(tool: GoTool, go: str) -> str:
     return f"{tool.name}-{tool.version}-{tool.key(go)}"
 
 
 def _cached_tool(home: Path, tool: GoTool, go: str, builder: Builder) -> Path:
-    return _cached_build(
-        home,
-        _slot_name(tool, go),
-        tool.name,
-        builder.out,
-        functools.partial(build_tool, builder, tool),
-    )
+    make = functools.partial(build_tool, builder, tool)
+    return _cached_build(home, _slot(tool, go), tool.name, builder.out, make)
 
 
 def _cached_build(

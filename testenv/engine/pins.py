@@ -137,16 +137,8 @@ def _digest(words: Sequence[str], files: Sequence[Path]) -> str:
 
 
 def provider_key(go_version: str) -> str:
-    return _digest(
-        [
-            BUILD_REVISION,
-            go_version,
-            PROVIDER_MODULE_VERSION,
-            PROVIDER_SDK_VERSION,
-            PROVIDER_VERSION,
-        ],
-        [],
-    )
+    pins = [PROVIDER_MODULE_VERSION, PROVIDER_SDK_VERSION, PROVIDER_VERSION]
+    return _digest([BUILD_REVISION, go_version, *pins], [])
 
 
 def engine_key(go_version: str) -> str:

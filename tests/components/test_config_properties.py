@@ -8,7 +8,7 @@ breakers, secret-looking env items), checked two ways:
 * through the pure path (parse -> builders), each key alone and several keys at once:
   `parse_stack_config` raises nothing but `ConfigError`, whose every problem names a key and shows
   nothing that may be secret; what it accepts builds objects that keep the operator's admission
-  rules (`tools.admission`, ours); whether the API server accepts them is the real tier's to
+  rules (`tools.violations`, ours); whether the API server accepts them is the real tier's to
   show, the one oracle of that: it sends accepted configs' objects to the API server itself,
   whole configs and each key alone (tests/real/test_server_validation.py);
 * through the real program under Pulumi mocks (`tools.offline.run_program`), fewer examples: a
@@ -47,7 +47,7 @@ from components.settings import PROJECT, StackSettings, qualified_stack_name
 from tests.components.test_settings import LEGAL_EDGES, TESTERS_ACCEPTED_BUT_INVALID
 from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools import offline
-from tools.mock_engine import ProgramRun
+from tools.offline import ProgramRun
 from tools.render import rendered_objects
 from tools.stack_files import (
     ORGANIZATION,
@@ -57,7 +57,7 @@ from tools.stack_files import (
     owns_layer,
     qualified,
 )
-from tools.validate import admission_violations_of
+from tools.violations import admission_violations_of
 
 Manifest = dict[str, Any]
 # Hypothesis runs the whole program on hundreds of generated configs: seconds in all.

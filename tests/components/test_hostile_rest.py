@@ -27,7 +27,7 @@ from components.settings import PROJECT, StackSettings
 from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tests.tally import record
 from tools import offline
-from tools.mock_engine import ProgramRun
+from tools.offline import ProgramRun
 from tools.stack_files import cli_config, example_site_for
 
 CANARY = "Pw7c0ffee5e1d2Zq"

@@ -1,4 +1,4 @@
-"""The Dynamo operator's admission rules that are no CEL rule of the CRD (tools.admission, ours,
+"""The Dynamo operator's admission rules that are no CEL rule of the CRD (tools.violations, ours,
 written from the operator's source): every shipped stack keeps them, and a graph that breaks one
 is reported with its field. What the API server refuses is the real tier's: a server-side dry run
 (tests/real/test_server_validation.py), the one oracle of the manifests."""
@@ -8,9 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.guardrails.support import Manifest, one_of_kind, rendered
-from tools.admission import admission_violations
-from tools.validate import admission_violations_of
-from tools.violations import ADMISSION
+from tools.violations import ADMISSION, admission_violations, admission_violations_of
 
 DGD = "DynamoGraphDeployment"
 GRAPH_NAME = "DynamoGraphDeployment/cosmos3-nano-reasoner-agg-h200-round-robin"

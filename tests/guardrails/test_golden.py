@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from common.credentials import MASK
 from tools import golden
-from tools.mock_engine import MASK
 from tools.stack_files import SECRET_PLACEHOLDER, SHIPPED_STACKS
 
 

@@ -31,7 +31,7 @@ from pulumi_policy.proxy import unknown_checking_proxy
 from common import REPO_ROOT
 from policy import rules
 from tests.support import NGC_KEY
-from tools.mock_engine import ProgramRun, Registered
+from tools.offline import ProgramRun, Registered
 from tools.stack_files import SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]

@@ -1,4 +1,4 @@
-"""The check of record (`tools.dry_run`): every rendered object as a server-side dry run on the
+"""The check of record (`tools.validate`): every rendered object as a server-side dry run on the
 local control plane, the real kube-apiserver with the real DGD CRD and its CEL rules.
 
 Each bad object the retired hand-written checks refused (a CRD rule broken, an unknown field, a
@@ -43,10 +43,9 @@ from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN
 from tools import validate
-from tools.admission import admission_violations
-from tools.dry_run import dry_run_violations
 from tools.stack_files import cli_value, qualified
-from tools.violations import API_SERVER, Violation
+from tools.validate import dry_run_violations
+from tools.violations import API_SERVER, Violation, admission_violations
 
 # `make real` shares tests out one by one (--dist loadgroup); this module's tests stay together:
 # its namespaces stay until its last test, on one worker.
@@ -470,7 +469,7 @@ def test_legal_edge_values_deploy_objects_the_api_server_accepts(
 def test_main_without_an_image_passes_the_crd_but_not_the_operators_admission_rule(
     judge: Judge,
 ) -> None:
-    # The CRD's sidecar rule exempts `main`; the operator's webhook refuses it (tools/admission.py).
+    # The CRD's sidecar rule exempts `main`; the operator's webhook refuses it (tools/violations.py).
     manifest = graph()
     del worker(manifest)["podTemplate"]["spec"]["containers"][0]["image"]
     assert judge([manifest]) == []

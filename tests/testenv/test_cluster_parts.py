@@ -16,7 +16,7 @@ from testenv.crd import crd_path
 from testenv.engine import Engine
 
 ENGINE = Engine(Path("/engine"))
-PKI = Pki(Path("/pki"))
+PKI = Pki.at(Path("/pki"))
 PORTS = components.Ports(2379, 2380, 6443, 10257, 10259)
 KUBECONFIG = Path("/cluster/kubeconfig")
 

@@ -1,4 +1,4 @@
-"""Stack and project files are read as the Pulumi CLI reads them (`tools.cli_yaml`): YAML 1.2's
+"""Stack and project files are read as the Pulumi CLI reads them (`tools.stack_files`): YAML 1.2's
 core schema, a scalar config value as its text, and a broken file refused by name, never a
 traceback."""
 
@@ -14,7 +14,7 @@ from common import REPO_ROOT
 from common.input_files import InputFileError
 from tests.tally import record
 from tools import stack_files
-from tools.cli_yaml import StackFileError, config_values, project_config
+from tools.stack_files import StackFileError, config_values, project_config
 
 FAMILY = "stack files (YAML as the CLI reads it)"
 KEY = "cosmos3-nano-reasoner:namespace"

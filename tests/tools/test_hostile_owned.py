@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from tests.planted import FAMILY, UserHome, snapshot
 from tests.support import quiet_about_aborted_programs
 from tests.tally import run_command
-from tools import engine_goldens, golden, readme_sync, render
+from tools import config_reference, engine_goldens, golden, render
 
 # Generated hostile cases, each a whole render: seconds in all.
 pytestmark = pytest.mark.slow
@@ -195,14 +195,14 @@ def test_readme_sync_never_writes_through_a_link(
 ) -> None:
     home, clone = UserHome(tmp_path), tmp_path / "clone"
     (clone / "docs").mkdir(parents=True)
-    page = clone / readme_sync.PAGE
-    home.rc.write_text(f"{readme_sync.START}\nold\n{readme_sync.END}\n")
+    page = clone / config_reference.PAGE
+    home.rc.write_text(f"{config_reference.START}\nold\n{config_reference.END}\n")
     home.before = snapshot(home.root)
     page.symlink_to(home.rc)
-    monkeypatch.setattr(readme_sync, "REPO_ROOT", clone)
-    monkeypatch.setattr(readme_sync, "TARGET", page)
+    monkeypatch.setattr(config_reference, "REPO_ROOT", clone)
+    monkeypatch.setattr(config_reference, "TARGET", page)
 
-    status, _, err = run_command(FAMILY, readme_sync.main, [])
+    status, _, err = run_command(FAMILY, config_reference.sync, [])
 
     assert home.counted() == [] and page.is_symlink()
     assert status == 2 and f"{page} is a symbolic link" in err, err

@@ -223,14 +223,14 @@ INTERRUPTED_AT = [
     ("tools.render", "pydantic"),
     ("tools.render", "pulumi"),
     ("tools.render", "grpc"),
-    ("tools.render", "tools.mock_engine"),
+    ("tools.render", "tools.offline"),
     ("tools.render", "components.recipe"),  # inside the program, under Pulumi's mock runtime
     ("tools.render", "components.layer_manifests"),
     ("stages", "stages.cli"),
     ("stages", "components.contract"),
     ("stages", "yaml"),
     ("tools.validate", "kubernetes"),
-    ("tools.validate", "tools.dry_run"),
+    ("tools.validate", "tools.golden"),
     ("lab", "lab.planner"),
 ]
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from common.credentials import MASK
 from tools import render
-from tools.mock_engine import MASK
 from tools.stack_files import SECRET_PLACEHOLDER
 
 
@@ -64,11 +64,11 @@ def test_missing_site_config_is_reported_with_the_key(
 
 
 def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
-    from tools import readme_sync
+    from tools import config_reference
 
-    assert readme_sync.TARGET.parts[-2:] == ("docs", "configuration.md")
-    text = readme_sync.TARGET.read_text()
-    assert readme_sync.synced(text) == text, "run: .venv-dev/bin/python -m tools.readme_sync"
+    assert config_reference.TARGET.parts[-2:] == ("docs", "configuration.md")
+    text = config_reference.TARGET.read_text()
+    assert config_reference.synced(text) == text, "run: .venv-dev/bin/python -m tools.readme_sync"
 
 
 @pytest.mark.parametrize(
