@@ -5,7 +5,7 @@ The loader ends in whatever its parsing meets in a malformed file: a YAML error,
 list where a mapping belongs, an AttributeError for a number where a server URL belongs, binascii's
 error for bad base64, a RecursionError for deep nesting; and it reads a FIFO or `/dev/zero` given as
 the file forever. So each file is checked first (`common.input_files`: a regular UTF-8 file of a
-sane size), and whatever the loader raises becomes one KubeconfigError naming the file and the
+sane size, YAML within `common.yaml_input`'s budgets), and whatever the loader raises becomes one KubeconfigError naming the file and the
 context. Its message never quotes the file: a kubeconfig holds tokens and keys.
 
 The program (`components.live`), the cluster stages, the tools and the lab connect through it.
@@ -17,8 +17,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from common.credentials import mask
 from common.input_files import InputFileError, read_text
+from common.yaml_input import SAFE_LOADER, yaml_documents
 
 MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
 """A kubeconfig with embedded certificates is tens of KiB; a merged one of many clusters a few
@@ -58,7 +61,12 @@ def _check_files(source: str, named: bool, where: str) -> None:
         if not named and not path.exists() and not path.is_symlink():
             continue
         try:
-            read_text(path, "kubeconfig", MAX_KUBECONFIG_BYTES)
+            text = read_text(path, "kubeconfig", MAX_KUBECONFIG_BYTES)
+            # Within the nesting and alias budgets before the client's own PyYAML load, which
+            # takes seconds on 3,000 nested brackets, and forever on a billion laughs.
+            yaml_documents(text, str(path), "kubeconfig", SAFE_LOADER)
+        except yaml.YAMLError:
+            pass  # the client's loader meets it too, and `_reason` says it without the file's text
         except InputFileError as error:
             raise KubeconfigError(f"cannot use {where} {source}: {error}") from None
 

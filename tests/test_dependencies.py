@@ -339,7 +339,7 @@ def pytest_selections(target: str) -> list[str]:
         if not name.startswith("$("):
             selections += pytest_selections(name)
     for line in recipe:
-        if made := re.fullmatch(r"\$\(MAKE\) (\S+)", line):
+        if made := re.search(r"\$\(MAKE\) ([\w-]+)", line):
             selections += pytest_selections(made[1])
         elif " -m pytest" in line:
             found = re.search(r' -m pytest -m (?:"([^"]+)"|(\S+))', line)
