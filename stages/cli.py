@@ -53,9 +53,9 @@ from stages.local.run import LocalTools
 from stages.options import (
     add_cluster_arguments,
     add_perf_cluster_arguments,
-    add_seconds_argument,
     add_workload_arguments,
     cluster_options,
+    seconds_option,
     workload_from_args,
 )
 from stages.targets import stage_target
@@ -153,12 +153,11 @@ def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, Profile
     return pair[0].results, pair[1].results
 
 
-def _archive(args: argparse.Namespace, local: LocalTools | None) -> int:
-    return run_archive(args)
-
-
 def _stage_parser(
-    stages: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
+    stages: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    handler: Handler,
 ) -> argparse.ArgumentParser:
     parser = stages.add_parser(
         name,
@@ -167,56 +166,55 @@ def _stage_parser(
         epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(stage_parser=parser)
+    parser.set_defaults(stage_parser=parser, handler=handler)
     return parser
 
 
-def _outputs_argument(parser: argparse.ArgumentParser) -> None:
+def _target_arguments(
+    parser: argparse.ArgumentParser, wait_seconds: float, wait: str, dry_run: str
+) -> None:
+    """What smoke and perf take: the outputs, the wait for the model, and a dry run."""
     parser.add_argument("--outputs", required=True, help="stack-outputs JSON file, or - for stdin")
+    parser.add_argument(
+        "--wait-seconds",
+        default=wait_seconds,
+        help=f"{wait} (default {wait_seconds:g})",
+        **seconds_option(),
+    )
+    parser.add_argument("--dry-run", action="store_true", help=dry_run)
 
 
 def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "smoke", "one question about a synthetic video must be answered")
-    _outputs_argument(parser)
-    add_seconds_argument(
+    summary = "one question about a synthetic video must be answered"
+    parser = _stage_parser(stages, "smoke", summary, _smoke)
+    _target_arguments(
         parser,
-        "--wait-seconds",
-        default=SMOKE_MODEL_WAIT_SECONDS,
-        help="how long to wait for /v1/models to list the model (default 60)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the program's config (lab) or the manifests (cluster); send nothing",
+        SMOKE_MODEL_WAIT_SECONDS,
+        "how long to wait for /v1/models to list the model",
+        "print the program's config (lab) or the manifests (cluster); send nothing",
     )
     add_cluster_arguments(parser, default_timeout="900")
-    parser.set_defaults(handler=_smoke)
 
 
 def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "perf", "AIPerf concurrency sweep, parsed into results.json")
-    _outputs_argument(parser)
+    summary = "AIPerf concurrency sweep, parsed into results.json"
+    parser = _stage_parser(stages, "perf", summary, _perf)
+    _target_arguments(
+        parser,
+        PERF_MODEL_WAIT_SECONDS,
+        "how long the program waits for /v1/models",
+        "print the AIPerf commands (lab) or the manifests (cluster); run nothing",
+    )
     parser.add_argument(
         "--out", type=Path, help=f"artifacts directory (default {DEFAULT_PERF_DIR}/<profile>)"
     )
-    add_seconds_argument(
-        parser,
-        "--wait-seconds",
-        default=PERF_MODEL_WAIT_SECONDS,
-        help="how long the program waits for /v1/models (default 600)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the AIPerf commands (lab) or the manifests (cluster); run nothing",
-    )
     add_workload_arguments(parser)
     add_perf_cluster_arguments(add_cluster_arguments(parser, default_timeout="14400 (4 h)"))
-    parser.set_defaults(handler=_perf)
 
 
 def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "report", "both profiles side by side: report.md and a chart")
+    summary = "both profiles side by side: report.md and a chart"
+    parser = _stage_parser(stages, "report", summary, _report)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--results",
@@ -257,14 +255,11 @@ def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument(
         "--out", type=Path, required=True, help="directory for report.md and the chart"
     )
-    parser.set_defaults(handler=_report)
 
 
 def _add_ab(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     summary = "the recipe's A/B on a cluster: each profile deployed, tested, archived, taken down"
-    parser = _stage_parser(stages, "ab", summary)
-    configure_ab_parser(parser)
-    parser.set_defaults(handler=_ab)
+    configure_ab_parser(_stage_parser(stages, "ab", summary, _ab))
 
 
 def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
@@ -275,7 +270,7 @@ def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
 def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = stages.add_parser("archive", help="store stage results in S3; list and download them")
     configure_archive_parser(parser)
-    parser.set_defaults(handler=_archive)
+    parser.set_defaults(handler=lambda args, local: run_archive(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
