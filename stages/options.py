@@ -106,8 +106,11 @@ def positive_integer_option(maximum: int | None = None) -> dict[str, Any]:
     return checked_option(_integer(1, maximum), "a positive integer" + upto)
 
 
-def integer_option(minimum: int) -> dict[str, Any]:
-    return checked_option(_integer(minimum), f"an integer of {minimum} or more")
+def integer_option(
+    minimum: int, maximum: int | None = None, requirement: str | None = None
+) -> dict[str, Any]:
+    requirement = requirement or f"an integer of {minimum} or more"
+    return checked_option(_integer(minimum, maximum), requirement)
 
 
 def positive_number_option(maximum: float = MAX_POSITIVE_NUMBER) -> dict[str, Any]:
