@@ -25,7 +25,6 @@ from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarge
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.ab.pulumi_stacks import PulumiStacks
-from stages.ab.target import AbTarget
 from stages.archive import DEFAULT_PREFIX, ArchiveLocation, current_commit, new_run_id
 from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.cluster.run import check_cluster_workload
@@ -232,11 +231,6 @@ def run(args: argparse.Namespace) -> int:
     ab = dataclasses.replace(ab_run(args, archive), rehearse=args.rehearse)
     check_cluster_workload(ab.workload)  # before any stack is brought up
     stacks.require_cli()
-    return finish(target, ab)
-
-
-def finish(target: AbTarget, ab: AbRun) -> int:
-    """Run the A/B, print one line per profile, and return the exit status."""
     try:
         result = run_orchestrator(target, ab, say)
     except AbandonRun as abandoned:
@@ -267,7 +261,5 @@ def print_summary(result: AbResult, ab: AbRun) -> None:
         print(f"report: not written (continue with --run-id {ab.run_id})")
         verdict = f"the A/B did not finish (continue with --run-id {ab.run_id})"
     report = result.report
-    written = (
-        None if report is None else verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
-    )
+    written = report and verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
     print(written or f"{VERDICT_PREFIX}inconclusive: {verdict}")
