@@ -10,6 +10,7 @@ value fails the same way in every command.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -126,12 +127,10 @@ def concurrency_option() -> dict[str, Any]:
     return checked_option(check, requirement, metavar="LEVELS")
 
 
-def seconds_option(**kw: Any) -> dict[str, Any]:
+def seconds_option() -> dict[str, Any]:
     """A duration: a finite number of seconds, 0 or more."""
     requirement = f"a number of seconds (0 or more, at most {MAX_SECONDS}: 30 days)"
-    return checked_option(
-        _within(float, lambda value: 0 <= value <= MAX_SECONDS), requirement, **kw
-    )
+    return checked_option(_within(float, lambda value: 0 <= value <= MAX_SECONDS), requirement)
 
 
 _POSITIVE = positive_integer_option()
@@ -205,16 +204,6 @@ def workload_problems(error: ValidationError) -> str:
 IMAGE_REQUIREMENT = (
     "an image reference as the runtime pulls it, e.g. registry/name:tag or "
     "name@sha256:<64 hex digits> (no URL, no user:password@)"
-)
-CLUSTER_FIELDS = (
-    "kubeconfig",
-    "context",
-    "timeout_seconds",
-    "start_timeout_seconds",
-    "image",
-    "pip_index_url",
-    "tokenizer",  # perf's only, as is connection_reuse
-    "connection_reuse",
 )
 
 
@@ -290,9 +279,9 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
             pass
         except InputFileError as error:
             raise UsageError(f"--kubeconfig: {error}") from None
-    given = {
-        name: getattr(args, name)
-        for name in CLUSTER_FIELDS
-        if getattr(args, name, None) is not None
+    given = {  # each option's dest is its field; the A/B's --run-id is its own, not a Job's
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(ClusterOptions)
+        if field.name != "run_id" and getattr(args, field.name, None) is not None
     }
     return ClusterOptions(run_id=getattr(args, "job_run_id", None), **given)
