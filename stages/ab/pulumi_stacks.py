@@ -106,7 +106,7 @@ class PulumiStacks:
                 policy_packs=[str(self.work_dir / pack) for pack in self.policy_packs] or None,
                 refresh=True,
             )
-        self.say(f"{stack}: deployed ({_describe(_counts(result.summary.resource_changes))})")
+        self.say(f"{stack}: deployed ({_described(result.summary.resource_changes)})")
         return _as_printed(result.outputs)
 
     def outputs(self, stack: str) -> dict[str, Any]:
@@ -139,7 +139,7 @@ class PulumiStacks:
                     raise
                 self.say(f"{stack}: locked by an update still ending; trying again")
                 time.sleep(LOCKED_RETRY_SECONDS)
-        self.say(f"{stack}: destroyed ({_describe(_counts(result.summary.resource_changes))})")
+        self.say(f"{stack}: destroyed ({_described(result.summary.resource_changes)})")
 
     def create(
         self, stack: str, config: Mapping[str, str], secrets: Mapping[str, str] = {}
@@ -279,16 +279,12 @@ def _error_lines(error: CommandError) -> list[str]:
     return list(found)[:ERROR_LINES]
 
 
-def _counts(changes: OpMap | None) -> dict[str, int]:
-    """Resource counts by operation (`same` included), the operations that did occur."""
+def _described(changes: OpMap | None) -> str:
+    """Resource counts by operation (`same` included), of the operations that did occur."""
     # From the engine's JSON (events.py, SummaryEvent.from_json; _stack.py, history): the keys
     # are plain strings, typed OpType, a str enum whose values they are (OpType.SAME == "same").
     as_json = cast(Mapping[str, int], changes or {})
-    return {op: count for op, count in as_json.items() if count}
-
-
-def _describe(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{count} {op}" for op, count in counts.items()) or "no resources"
+    return ", ".join(f"{count} {op}" for op, count in as_json.items() if count) or "no resources"
 
 
 def _as_printed(outputs: OutputMap) -> dict[str, Any]:
