@@ -134,30 +134,25 @@ def seconds_option() -> dict[str, Any]:
 
 
 _POSITIVE = positive_integer_option()
-WORKLOAD_ARGUMENTS: dict[str, tuple[str, str, dict[str, Any]]] = {
-    "videos": ("--videos", "videos (sessions) per concurrency level", _POSITIVE),
-    "questions": ("--questions", "questions (requests) per video", _POSITIVE),
-    "output_tokens": ("--output-tokens", "exact output tokens per request", _POSITIVE),
-    "concurrencies": (
-        "--concurrency",
-        f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}",
-        concurrency_option(),
-    ),
-    "prefix_tokens": ("--prefix-tokens", "lab: tokens of a video's text stand-in", _POSITIVE),
-    "turn_jitter_ms": (
-        "--turn-jitter-ms",
-        "random pause (0..N ms) before each follow-up question",
-        integer_option(0),
-    ),
-    "seed": (
-        "--seed",
-        "random seed for datasets and AIPerf",
-        checked_option(_integer(), "an integer"),
-    ),
+WORKLOAD_KINDS: dict[str, dict[str, Any]] = {
+    "videos": _POSITIVE,
+    "questions": _POSITIVE,
+    "output_tokens": _POSITIVE,
+    "concurrencies": concurrency_option(),
+    "prefix_tokens": _POSITIVE,
+    "turn_jitter_ms": integer_option(0),
+    "seed": checked_option(_integer(), "an integer"),
 }
-"""Each workload field: its option (what an error about the field names), help and check."""
-WORKLOAD_OPTIONS = {field: option for field, (option, _, _) in WORKLOAD_ARGUMENTS.items()}
+"""Each workload field's check; its option and help come from the field (`PerfWorkload`)."""
+WORKLOAD_OPTIONS = {field: f"--{field.replace('_', '-')}" for field in WORKLOAD_KINDS} | {
+    "concurrencies": "--concurrency"
+}
+"""Each workload field and the option that sets it (what an error about the field names)."""
 WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
+_UNDESCRIBED = {
+    "concurrencies": f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}",
+    "seed": "random seed for datasets and AIPerf",
+}
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -170,8 +165,9 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16",
     )
-    for field, (option, help, kind) in WORKLOAD_ARGUMENTS.items():
-        group.add_argument(option, dest=field, help=help, **kind)
+    for field, kind in WORKLOAD_KINDS.items():
+        help = PerfWorkload.model_fields[field].description or _UNDESCRIBED[field]
+        group.add_argument(WORKLOAD_OPTIONS[field], dest=field, help=help, **kind)
 
 
 def workload_from_args(
