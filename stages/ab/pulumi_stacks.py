@@ -82,7 +82,7 @@ class PulumiStacks:
     organization: str | None = None
     """Qualify short stack names as <org>/<project>/<stack>; None: as given."""
     policy_packs: tuple[str, ...] = ()
-    """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
+    """CrossGuard packs every update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
     layer_stack: str | None = None
     """The stack never to destroy: an abandoned run's recovery for it is an `up`."""
     env: Mapping[str, str] = field(default_factory=dict)
