@@ -9,13 +9,9 @@
 
 The outputs' `target` chooses, once, where smoke and perf run (`stages.targets.stage_target`):
 `cluster` as Jobs in the stack's namespace; `lab` as local processes, through the lab (`python -m
-lab stage ...`), which passes in its tools. Each stage is one subcommand added by one
-`_add_<stage>` function. A stage's `--out` is its own (`common.output_folders`); its output
-is masked (`credentials`).
-
-Over 300 lines: one command line, every stage's subcommand beside the shared outputs,
-archive and exit-status handling they all go through; a stage is one `_add_<stage>` parser
-and one handler.
+lab stage ...`), which passes in its tools. Each stage is one subcommand: one `_add_<stage>`
+parser and one handler. A stage's `--out` is its own (`common.output_folders`); its output is
+masked (`credentials`).
 """
 
 from __future__ import annotations
@@ -23,20 +19,21 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+from argparse import ArgumentParser
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from common.credentials import masked_output
 from common.output_folders import OutputFolderError, claimed_folder, os_error_reason
 from common.parsers import CommandParser, add_subcommands
 from components.contract import OutputsError, StackOutputs
+from stages.ab.cli import archive_of, archive_problem, usage_problem
 from stages.ab.cli import configure_parser as configure_ab_parser
 from stages.ab.cli import run as run_ab
-from stages.ab.cli import stack_problems
-from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.archive.cli import configure_parser as configure_archive_parser
 from stages.archive.cli import run as run_archive
-from stages.archive.records import ArchiveLocation
+from stages.archive.cli import segment
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import REPORT_FILE, write_report
 from stages.core.results import ProfileResults, ResultsError
@@ -53,9 +50,9 @@ from stages.local.run import LocalTools
 from stages.options import (
     add_cluster_arguments,
     add_perf_cluster_arguments,
-    add_seconds_argument,
     add_workload_arguments,
     cluster_options,
+    seconds_option,
     workload_from_args,
 )
 from stages.targets import stage_target
@@ -63,18 +60,9 @@ from stages.targets import stage_target
 DEFAULT_PERF_DIR = Path("build/perf")
 SMOKE_MODEL_WAIT_SECONDS = 60.0
 PERF_MODEL_WAIT_SECONDS = 600.0
-MAX_GPUS = 100_000
-"""`ab --gpus`: more GPUs than any one Kubernetes cluster holds (5,000 nodes of 8) is a typo."""
 
 Handler = Callable[[argparse.Namespace, LocalTools | None], int]
-
-
-ARCHIVE_OPTIONS = {
-    "bucket": "--archive-bucket",
-    "prefix": "--archive-prefix",
-    "endpoint_url": "--archive-endpoint",
-}
-"""The archive location's fields and the options of `report` and `ab` that set them."""
+Stages: TypeAlias = "argparse._SubParsersAction[ArgumentParser]"
 
 
 def load_outputs(source: str) -> StackOutputs:
@@ -87,9 +75,8 @@ def _smoke(args: argparse.Namespace, local: LocalTools | None) -> int:
     target = stage_target(load_outputs(args.outputs), cluster_options(args), local)
     if args.dry_run:
         print(target.smoke_dry_run(args.wait_seconds))
-        return 0
-    answer = target.run_smoke(args.wait_seconds)
-    print(f"Smoke test passed: {answer}")
+    else:
+        print(f"Smoke test passed: {target.run_smoke(args.wait_seconds)}")
     return 0
 
 
@@ -132,19 +119,9 @@ def _load_results(path: Path) -> ProfileResults:
         raise UsageError(f"--results {path} cannot be read ({reason})") from None
 
 
-def _archive_location(args: argparse.Namespace) -> ArchiveLocation:
-    """The archive `report` and `ab` read and write; a refused option is bad usage."""
-    return archive_location(
-        ARCHIVE_OPTIONS,
-        bucket=args.archive_bucket,
-        prefix=args.archive_prefix,
-        endpoint_url=args.archive_endpoint,
-    )
-
-
 def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, ProfileResults]:
     """The two stacks' perf results from the archive; `sources.json` records which runs."""
-    location = _archive_location(args)
+    location = archive_of(args)
     with tempfile.TemporaryDirectory(prefix="report-archive-") as work_dir:
         pair = fetch_pair(location, args.stacks, args.run_ids, Path(work_dir))
     for item in pair:
@@ -153,13 +130,7 @@ def _archived_results(args: argparse.Namespace) -> tuple[ProfileResults, Profile
     return pair[0].results, pair[1].results
 
 
-def _archive(args: argparse.Namespace, local: LocalTools | None) -> int:
-    return run_archive(args)
-
-
-def _stage_parser(
-    stages: argparse._SubParsersAction[argparse.ArgumentParser], name: str, summary: str
-) -> argparse.ArgumentParser:
+def _stage_parser(stages: Stages, name: str, summary: str, handler: Handler) -> ArgumentParser:
     parser = stages.add_parser(
         name,
         help=summary,
@@ -167,56 +138,53 @@ def _stage_parser(
         epilog=exit_status_help(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.set_defaults(stage_parser=parser)
+    parser.set_defaults(stage_parser=parser, handler=handler)
     return parser
 
 
-def _outputs_argument(parser: argparse.ArgumentParser) -> None:
+def _target_arguments(parser: ArgumentParser, wait_seconds: float, wait: str, dry_run: str) -> None:
+    """What smoke and perf take: the outputs, the wait for the model, and a dry run."""
     parser.add_argument("--outputs", required=True, help="stack-outputs JSON file, or - for stdin")
-
-
-def _add_smoke(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "smoke", "one question about a synthetic video must be answered")
-    _outputs_argument(parser)
-    add_seconds_argument(
-        parser,
-        "--wait-seconds",
-        default=SMOKE_MODEL_WAIT_SECONDS,
-        help="how long to wait for /v1/models to list the model (default 60)",
-    )
     parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the program's config (lab) or the manifests (cluster); send nothing",
+        "--wait-seconds",
+        default=wait_seconds,
+        help=f"{wait} (default {wait_seconds:g})",
+        **seconds_option(),
+    )
+    parser.add_argument("--dry-run", action="store_true", help=dry_run)
+
+
+def _add_smoke(stages: Stages) -> None:
+    summary = "one question about a synthetic video must be answered"
+    parser = _stage_parser(stages, "smoke", summary, _smoke)
+    _target_arguments(
+        parser,
+        SMOKE_MODEL_WAIT_SECONDS,
+        "how long to wait for /v1/models to list the model",
+        "print the program's config (lab) or the manifests (cluster); send nothing",
     )
     add_cluster_arguments(parser, default_timeout="900")
-    parser.set_defaults(handler=_smoke)
 
 
-def _add_perf(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "perf", "AIPerf concurrency sweep, parsed into results.json")
-    _outputs_argument(parser)
+def _add_perf(stages: Stages) -> None:
+    summary = "AIPerf concurrency sweep, parsed into results.json"
+    parser = _stage_parser(stages, "perf", summary, _perf)
+    _target_arguments(
+        parser,
+        PERF_MODEL_WAIT_SECONDS,
+        "how long the program waits for /v1/models",
+        "print the AIPerf commands (lab) or the manifests (cluster); run nothing",
+    )
     parser.add_argument(
         "--out", type=Path, help=f"artifacts directory (default {DEFAULT_PERF_DIR}/<profile>)"
     )
-    add_seconds_argument(
-        parser,
-        "--wait-seconds",
-        default=PERF_MODEL_WAIT_SECONDS,
-        help="how long the program waits for /v1/models (default 600)",
-    )
-    parser.add_argument(
-        "--dry-run",
-        action="store_true",
-        help="print the AIPerf commands (lab) or the manifests (cluster); run nothing",
-    )
     add_workload_arguments(parser)
     add_perf_cluster_arguments(add_cluster_arguments(parser, default_timeout="14400 (4 h)"))
-    parser.set_defaults(handler=_perf)
 
 
-def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = _stage_parser(stages, "report", "both profiles side by side: report.md and a chart")
+def _add_report(stages: Stages) -> None:
+    summary = "both profiles side by side: report.md and a chart"
+    parser = _stage_parser(stages, "report", summary, _report)
     source = parser.add_mutually_exclusive_group(required=True)
     source.add_argument(
         "--results",
@@ -257,14 +225,11 @@ def _add_report(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
     parser.add_argument(
         "--out", type=Path, required=True, help="directory for report.md and the chart"
     )
-    parser.set_defaults(handler=_report)
 
 
-def _add_ab(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_ab(stages: Stages) -> None:
     summary = "the recipe's A/B on a cluster: each profile deployed, tested, archived, taken down"
-    parser = _stage_parser(stages, "ab", summary)
-    configure_ab_parser(parser)
-    parser.set_defaults(handler=_ab)
+    configure_ab_parser(_stage_parser(stages, "ab", summary, _ab))
 
 
 def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
@@ -272,13 +237,13 @@ def _ab(args: argparse.Namespace, local: LocalTools | None) -> int:
         return run_ab(args)
 
 
-def _add_archive(stages: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _add_archive(stages: Stages) -> None:
     parser = stages.add_parser("archive", help="store stage results in S3; list and download them")
     configure_archive_parser(parser)
-    parser.set_defaults(handler=_archive)
+    parser.set_defaults(handler=lambda args, local: run_archive(args))
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> ArgumentParser:
     parser = CommandParser(
         prog="python -m stages",
         description=__doc__.splitlines()[0],
@@ -292,25 +257,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _check_arguments(args: argparse.Namespace) -> None:
-    """What the parser cannot check option by option: report's combinations, and the archive
-    location of `report` and `ab` (checked before anything runs)."""
+    """What the parser cannot check option by option (before anything runs)."""
+    problem = None
     if args.stage == "report" and args.archive_bucket and not args.stacks:
-        args.stage_parser.error("--archive-bucket needs --stacks STACK STACK")
-    if args.stage == "report" and not args.archive_bucket and (args.stacks or args.run_ids):
-        args.stage_parser.error(
-            "--stacks and --run-ids read from the archive: add --archive-bucket"
-        )
-    if args.stage == "ab" and not args.rehearse and args.archive_bucket is None:
-        args.stage_parser.error("--archive-bucket BUCKET is required (unless --rehearse)")
-    if args.stage == "ab" and (problem := stack_problems(args)):
+        problem = "--archive-bucket needs --stacks STACK STACK"
+    elif args.stage == "report" and not args.archive_bucket and (args.stacks or args.run_ids):
+        problem = "--stacks and --run-ids read from the archive: add --archive-bucket"
+    elif args.stage in {"report", "ab"}:
+        problem = (usage_problem if args.stage == "ab" else archive_problem)(args)
+    if problem:
         args.stage_parser.error(problem)
-    if args.stage == "ab" and args.gpus is not None and not 1 <= args.gpus <= MAX_GPUS:
-        args.stage_parser.error(f"--gpus must be 1 to {MAX_GPUS} GPUs, got {args.gpus}")
-    if args.stage in {"report", "ab"} and args.archive_bucket is not None:
-        try:
-            _archive_location(args)
-        except ArchiveUsageError as error:
-            args.stage_parser.error(str(error))
 
 
 def main(argv: Sequence[str] | None = None, local: LocalTools | None = None) -> int:

@@ -1,19 +1,20 @@
 """Command-line options the stage commands share: the workload, and how to reach a cluster.
 
 Every value is checked when the command line is parsed: a bad one is an argparse error (exit
-status 2) that names the option, before anything runs.
-
-Over 300 lines: one checked-option vocabulary: the argparse action that checks a value, and
-every option built on it, so a bad value fails the same way in every stage command.
+status 2), `--option must be <requirement>, got '<value>'`, before anything runs; a `secret`
+option's value is never shown (a URL may carry a password). The lab's and the archive's commands
+build their options from the same vocabulary (`checked_option` and the `*_option` kinds), so a bad
+value fails the same way in every command.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import math
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -27,17 +28,7 @@ from stages.cluster.run import CLUSTER_TOKENIZER, ClusterOptions
 from stages.core.workload import PerfWorkload
 from stages.errors import UsageError
 
-WORKLOAD_OPTIONS = {
-    "videos": "--videos",
-    "questions": "--questions",
-    "output_tokens": "--output-tokens",
-    "concurrencies": "--concurrency",
-    "prefix_tokens": "--prefix-tokens",
-    "turn_jitter_ms": "--turn-jitter-ms",
-    "seed": "--seed",
-}
-"""Each workload field and the option that sets it (what an error about the field names)."""
-WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
+T = TypeVar("T")
 CONCURRENCY_EXAMPLE = "1,2,4,8,16"
 MAX_POSITIVE_NUMBER = 1e9
 """A factor, rate or tolerance beyond a billion is a typo; 1e308 would overflow what uses it."""
@@ -54,17 +45,10 @@ def _shown(text: str) -> str:
 
 
 class _Checked(argparse.Action):
-    """An option whose value `check` parses; a ValueError becomes the parser's error
-    `--option must be <requirement>, got '<value>'` (exit status 2). A `secret` option's value
-    is never shown (a URL may carry a password)."""
+    """An option whose value `check` parses; its ValueError is the parser's error (exit 2)."""
 
     def __init__(
-        self,
-        *args: Any,
-        check: Callable[[str], Any],
-        requirement: str,
-        secret: bool = False,
-        **kw: Any,
+        self, *args: Any, check: Callable[[str], Any], requirement: str, secret: bool, **kw: Any
     ) -> None:
         super().__init__(*args, **kw)
         self.check = check
@@ -87,93 +71,88 @@ class _Checked(argparse.Action):
         setattr(namespace, self.dest, value)
 
 
-def _integer(minimum: int | None, maximum: int | None = None) -> Callable[[str], int]:
-    def check(text: str) -> int:
-        value = int(text)  # ValueError for anything else, or for more than 4300 digits
-        if not text.isascii() or (minimum is not None and value < minimum):
-            raise ValueError(text)
-        if maximum is not None and value > maximum:
-            raise ValueError(text)
-        return value
-
-    return check
-
-
-def _concurrencies(text: str) -> tuple[int, ...]:
-    levels = tuple(int(part) for part in text.split(","))
-    if not text.isascii() or any(level < 1 for level in levels) or len(set(levels)) != len(levels):
-        raise ValueError(text)
-    return levels
-
-
-def _image_reference(text: str) -> str:
-    if image_problems(text):  # what the kubelet's runtime would refuse (InvalidImageName)
-        raise ValueError(text)
-    return text
-
-
-def _seconds(text: str) -> float:
-    value = float(text)
-    if not text.isascii() or not math.isfinite(value) or not 0 <= value <= MAX_SECONDS:
-        raise ValueError(text)
-    return value
-
-
-def _positive_number(maximum: float) -> Callable[[str], float]:
-    def check(text: str) -> float:
-        value = float(text)
-        if not text.isascii() or not math.isfinite(value) or not 0 < value <= maximum:
-            raise ValueError(text)
-        return value
-
-    return check
-
-
-def checked_option(check: Callable[[str], Any], requirement: str) -> dict[str, Any]:
+def checked_option(
+    check: Callable[[str], Any], requirement: str, secret: bool = False, **kw: Any
+) -> dict[str, Any]:
     """`add_argument` keywords: the value `check` parses (a ValueError for a bad one), or exit 2
     saying `--option must be <requirement>, got '<value>'`."""
-    return {"action": _Checked, "check": check, "requirement": requirement}
+    return {"action": _Checked, "check": check, "requirement": requirement, "secret": secret, **kw}
+
+
+def _within(parse: Callable[[str], T], accepted: Callable[[T], bool]) -> Callable[[str], T]:
+    """A check: `parse` the text (ASCII only, as a person types it), then require `accepted`.
+    A NaN or an infinity fails every bound below, so no number check lets one through."""
+
+    def check(text: str) -> T:
+        value = parse(text)  # ValueError for anything else, or an int of over 4300 digits
+        if not text.isascii() or not accepted(value):
+            raise ValueError(text)
+        return value
+
+    return check
+
+
+def _integer(minimum: float = -math.inf, maximum: float | None = None) -> Callable[[str], int]:
+    high = math.inf if maximum is None else maximum
+    return _within(int, lambda value: minimum <= value <= high)
+
+
+def _levels(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(","))
 
 
 def positive_integer_option(maximum: int | None = None) -> dict[str, Any]:
-    """`add_argument` keywords: a positive integer (up to `maximum`), or exit 2 naming the
-    option. Without a maximum, what takes the value bounds it (the workload's model)."""
-    requirement = "a positive integer" + (f" up to {maximum}" if maximum else "")
-    return {"action": _Checked, "check": _integer(1, maximum), "requirement": requirement}
+    """A positive integer (up to `maximum`; without one, what takes the value bounds it)."""
+    upto = f" up to {maximum}" if maximum else ""
+    return checked_option(_integer(1, maximum), "a positive integer" + upto)
 
 
-def integer_option(minimum: int) -> dict[str, Any]:
-    """`add_argument` keywords: an integer of `minimum` or more, or exit 2 naming the option."""
-    return {
-        "action": _Checked,
-        "check": _integer(minimum),
-        "requirement": f"an integer of {minimum} or more",
-    }
+def integer_option(
+    minimum: int, maximum: int | None = None, requirement: str | None = None
+) -> dict[str, Any]:
+    requirement = requirement or f"an integer of {minimum} or more"
+    return checked_option(_integer(minimum, maximum), requirement)
 
 
 def positive_number_option(maximum: float = MAX_POSITIVE_NUMBER) -> dict[str, Any]:
-    """`add_argument` keywords: a finite number above 0, up to `maximum`, or exit 2 naming the
-    option."""
-    requirement = f"a number above 0, at most {maximum:g}"
-    return {"action": _Checked, "check": _positive_number(maximum), "requirement": requirement}
+    """A finite number above 0, up to `maximum`."""
+    check = _within(float, lambda value: 0 < value <= maximum)
+    return checked_option(check, f"a number above 0, at most {maximum:g}")
 
 
 def concurrency_option() -> dict[str, Any]:
-    """`add_argument` keywords: comma-separated distinct positive integers."""
-    return {
-        "action": _Checked,
-        "check": _concurrencies,
-        "metavar": "LEVELS",
-        "requirement": f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}",
-    }
+    """Comma-separated distinct positive integers."""
+    check = _within(_levels, lambda levels: min(levels) >= 1 and len(set(levels)) == len(levels))
+    requirement = f"distinct positive integers, e.g. {CONCURRENCY_EXAMPLE}"
+    return checked_option(check, requirement, metavar="LEVELS")
 
 
-def add_seconds_argument(
-    group: argparse.ArgumentParser | argparse._ArgumentGroup, *names: str, **kw: Any
-) -> None:
-    """A duration option: a finite number of seconds, 0 or more."""
+def seconds_option() -> dict[str, Any]:
+    """A duration: a finite number of seconds, 0 or more."""
     requirement = f"a number of seconds (0 or more, at most {MAX_SECONDS}: 30 days)"
-    group.add_argument(*names, action=_Checked, check=_seconds, requirement=requirement, **kw)
+    return checked_option(_within(float, lambda value: 0 <= value <= MAX_SECONDS), requirement)
+
+
+_POSITIVE = positive_integer_option()
+WORKLOAD_KINDS: dict[str, dict[str, Any]] = {
+    "videos": _POSITIVE,
+    "questions": _POSITIVE,
+    "output_tokens": _POSITIVE,
+    "concurrencies": concurrency_option(),
+    "prefix_tokens": _POSITIVE,
+    "turn_jitter_ms": integer_option(0),
+    "seed": checked_option(_integer(), "an integer"),
+}
+"""Each workload field's check; its option and help come from the field (`PerfWorkload`)."""
+WORKLOAD_OPTIONS = {field: f"--{field.replace('_', '-')}" for field in WORKLOAD_KINDS} | {
+    "concurrencies": "--concurrency"
+}
+"""Each workload field and the option that sets it (what an error about the field names)."""
+WORKLOAD_FIELDS = tuple(WORKLOAD_OPTIONS)
+_UNDESCRIBED = {
+    "concurrencies": f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}",
+    "seed": "random seed for datasets and AIPerf",
+}
 
 
 def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
@@ -186,29 +165,9 @@ def add_workload_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="the recipe's sweep: 200 videos x 20 questions, 128 tokens, c=1..16",
     )
-    positive = positive_integer_option()
-    group.add_argument("--videos", help="videos (sessions) per concurrency level", **positive)
-    group.add_argument("--questions", help="questions (requests) per video", **positive)
-    group.add_argument("--output-tokens", help="exact output tokens per request", **positive)
-    group.add_argument(
-        "--concurrency",
-        dest="concurrencies",
-        **concurrency_option(),
-        help=f"comma-separated levels, e.g. {CONCURRENCY_EXAMPLE}",
-    )
-    group.add_argument("--prefix-tokens", help="lab: tokens of a video's text stand-in", **positive)
-    group.add_argument(
-        "--turn-jitter-ms",
-        **integer_option(0),
-        help="random pause (0..N ms) before each follow-up question",
-    )
-    group.add_argument(
-        "--seed",
-        action=_Checked,
-        check=_integer(None),
-        requirement="an integer",
-        help="random seed for datasets and AIPerf",
-    )
+    for field, kind in WORKLOAD_KINDS.items():
+        help = PerfWorkload.model_fields[field].description or _UNDESCRIBED[field]
+        group.add_argument(WORKLOAD_OPTIONS[field], dest=field, help=help, **kind)
 
 
 def workload_from_args(
@@ -238,9 +197,16 @@ def workload_problems(error: ValidationError) -> str:
     return "the workload is refused: " + "; ".join(problems)
 
 
+IMAGE_REQUIREMENT = (
+    "an image reference as the runtime pulls it, e.g. registry/name:tag or "
+    "name@sha256:<64 hex digits> (no URL, no user:password@)"
+)
+
+
 def add_cluster_arguments(
     parser: argparse.ArgumentParser, default_timeout: str, job_run_id: bool = True
 ) -> argparse._ArgumentGroup:
+    """How to reach the cluster; each option's dest is the `ClusterOptions` field it sets."""
     group = parser.add_argument_group("cluster target (outputs with target: cluster)")
     group.add_argument(
         "--kubeconfig",
@@ -248,46 +214,40 @@ def add_cluster_arguments(
         help="kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)",
     )
     group.add_argument("--context", help="kubeconfig context (default: the outputs' kubeContext)")
-    add_seconds_argument(
-        group,
+    group.add_argument(
         "--timeout",
+        dest="timeout_seconds",
         help=f"seconds for the whole Job, from submission (default {default_timeout})",
+        **seconds_option(),
     )
-    add_seconds_argument(
-        group,
+    group.add_argument(
         "--start-timeout",
+        dest="start_timeout_seconds",
         default=600.0,
         help="seconds for the Job's pod to start (default 600)",
+        **seconds_option(),
     )
+    image = _within(str, lambda text: not image_problems(text))  # the kubelet's InvalidImageName
     group.add_argument(
         "--image",
         default=POD_IMAGE,
-        action=_Checked,
-        check=_image_reference,
-        requirement="an image reference as the runtime pulls it, e.g. registry/name:tag or "
-        "name@sha256:<64 hex digits> (no URL, no user:password@)",
-        secret=True,  # a refused reference may hold user:password@
         help=f"the pod's Python image; a digest pins harder (default {POD_IMAGE})",
+        **checked_option(image, IMAGE_REQUIREMENT, secret=True),  # it may hold user:password@
     )
     group.add_argument(
         "--pip-index-url",
-        action=_Checked,
-        check=check_pip_index_url,
-        requirement="an http:// or https:// URL with a host",
-        secret=True,
-        metavar="URL",
         help="a PyPI mirror for the pod's pip (default: PyPI); a URL with "
         "user:password@ reaches the pod through a Secret",
+        **checked_option(
+            check_pip_index_url, "an http:// or https:// URL with a host", True, metavar="URL"
+        ),
     )
     if job_run_id:  # the A/B has a --run-id of its own, and gives each Job a fresh label value
         group.add_argument(
             "--run-id",
             dest="job_run_id",
-            action=_Checked,
-            metavar="RUN_ID",
-            check=check_run_id,
-            requirement=RUN_ID_REQUIREMENT,
             help="label value tying the Job, pod and Service of one run",
+            **checked_option(check_run_id, RUN_ID_REQUIREMENT, metavar="RUN_ID"),
         )
     return group
 
@@ -315,18 +275,9 @@ def cluster_options(args: argparse.Namespace) -> ClusterOptions:
             pass
         except InputFileError as error:
             raise UsageError(f"--kubeconfig: {error}") from None
-    perf_only = {
-        name: getattr(args, name)
-        for name in ("tokenizer", "connection_reuse")
-        if getattr(args, name, None) is not None
+    given = {  # each option's dest is its field; the A/B's --run-id is its own, not a Job's
+        field.name: getattr(args, field.name)
+        for field in dataclasses.fields(ClusterOptions)
+        if field.name != "run_id" and getattr(args, field.name, None) is not None
     }
-    return ClusterOptions(
-        kubeconfig=args.kubeconfig,
-        context=args.context,
-        timeout_seconds=args.timeout,
-        start_timeout_seconds=args.start_timeout,
-        image=args.image,
-        pip_index_url=args.pip_index_url,
-        run_id=getattr(args, "job_run_id", None),
-        **perf_only,
-    )
+    return ClusterOptions(run_id=getattr(args, "job_run_id", None), **given)

@@ -25,9 +25,8 @@ from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarge
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.orchestrator import run_ab as run_orchestrator
 from stages.ab.pulumi_stacks import PulumiStacks
-from stages.ab.target import AbTarget
 from stages.archive import DEFAULT_PREFIX, ArchiveLocation, current_commit, new_run_id
-from stages.archive.cli import segment
+from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.cluster.run import check_cluster_workload
 from stages.core.ab_verdict import VERDICT_PREFIX, verdict_in
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
@@ -37,11 +36,20 @@ from stages.options import (
     add_perf_cluster_arguments,
     add_workload_arguments,
     cluster_options,
+    integer_option,
     workload_from_args,
 )
 
 DEFAULT_OUT = Path("build/ab")
 REHEARSAL_BUCKET = "rehearsal-archives-nothing"
+MAX_GPUS = 100_000
+"""`--gpus`: more GPUs than any one Kubernetes cluster holds (5,000 nodes of 8) is a typo."""
+ARCHIVE_OPTIONS = {
+    "bucket": "--archive-bucket",
+    "prefix": "--archive-prefix",
+    "endpoint_url": "--archive-endpoint",
+}
+"""The archive location's fields and the options of `report` and `ab` that set them."""
 
 
 _SAY = threading.Lock()
@@ -78,7 +86,9 @@ def add_run_arguments(parser: argparse.ArgumentParser, default_out: Path) -> Non
 def configure_parser(parser: argparse.ArgumentParser) -> None:
     add_run_arguments(parser, DEFAULT_OUT)
     parser.add_argument(
-        "--gpus", type=int, help="GPUs the graphs may use (default: what the cluster's nodes offer)"
+        "--gpus",
+        help="GPUs the graphs may use (default: what the cluster's nodes offer)",
+        **integer_option(1, MAX_GPUS, f"1 to {MAX_GPUS} GPUs"),
     )
     parser.add_argument(
         "--rehearse",
@@ -144,10 +154,13 @@ def pulumi_stack_name(value: str) -> str:
     return value
 
 
-def stack_problems(args: argparse.Namespace) -> str | None:
-    """Stacks that cannot be an A/B: one stack for both profiles (the second `up` would replace
-    the first profile's graph), or the layer stack as a profile's (its destroy would delete the
-    model cache's owner)."""
+def usage_problem(args: argparse.Namespace) -> str | None:
+    """What the parser cannot check option by option: an archive (unless rehearsing) and its
+    location, and stacks that cannot be an A/B: one stack for both profiles (the second `up`
+    would replace the first profile's graph), or the layer stack as a profile's (its destroy
+    would delete the model cache's owner)."""
+    if not args.rehearse and args.archive_bucket is None:
+        return "--archive-bucket BUCKET is required (unless --rehearse)"
     first, second = args.stacks
     if first == second:
         return f"--stacks names {first} twice: give the round-robin stack, then the session-affinity one"
@@ -156,6 +169,26 @@ def stack_problems(args: argparse.Namespace) -> str | None:
             f"--stacks includes the layer stack {args.layer_stack} (--layer-stack): a profile's "
             "stack is destroyed after its run, the layer stack never"
         )
+    return archive_problem(args)
+
+
+def archive_of(args: argparse.Namespace, bucket: str | None = None) -> ArchiveLocation:
+    """The archive `report` and `ab` read and write; a refused option is an ArchiveUsageError."""
+    return archive_location(
+        ARCHIVE_OPTIONS,
+        bucket=bucket or args.archive_bucket,
+        prefix=args.archive_prefix,
+        endpoint_url=args.archive_endpoint,
+    )
+
+
+def archive_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with the archive options (checked before anything runs), if one is given."""
+    try:
+        if args.archive_bucket is not None:
+            archive_of(args)
+    except ArchiveUsageError as error:
+        return str(error)
     return None
 
 
@@ -193,20 +226,11 @@ def run(args: argparse.Namespace) -> int:
         layer_stack=args.layer_stack,
         profile_stacks=dict(zip(PROFILE_STACKS, args.stacks, strict=True)),
     )
-    archive = ArchiveLocation(
-        # A rehearsal archives nothing; its location is never read.
-        bucket=args.archive_bucket or REHEARSAL_BUCKET,
-        prefix=args.archive_prefix,
-        endpoint_url=args.archive_endpoint,
-    )
+    # A rehearsal archives nothing; its location is never read.
+    archive = archive_of(args, args.archive_bucket or REHEARSAL_BUCKET)
     ab = dataclasses.replace(ab_run(args, archive), rehearse=args.rehearse)
     check_cluster_workload(ab.workload)  # before any stack is brought up
     stacks.require_cli()
-    return finish(target, ab)
-
-
-def finish(target: AbTarget, ab: AbRun) -> int:
-    """Run the A/B, print one line per profile, and return the exit status."""
     try:
         result = run_orchestrator(target, ab, say)
     except AbandonRun as abandoned:
@@ -237,7 +261,5 @@ def print_summary(result: AbResult, ab: AbRun) -> None:
         print(f"report: not written (continue with --run-id {ab.run_id})")
         verdict = f"the A/B did not finish (continue with --run-id {ab.run_id})"
     report = result.report
-    written = (
-        None if report is None else verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
-    )
+    written = report and verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
     print(written or f"{VERDICT_PREFIX}inconclusive: {verdict}")

@@ -32,7 +32,7 @@ from stages.archive import (
     resume_run,
 )
 from stages.archive.report_inputs import fetch_pair, write_sources
-from stages.core.report import write_report
+from stages.core.report import REPORT_FILE, write_report
 from stages.core.workload import PerfWorkload
 from stages.errors import AbandonRun, StageError, UsageError
 from stages.targets import StageTarget
@@ -62,10 +62,6 @@ class AbRun:
     def profile_dir(self, profile: RoutingProfile) -> Path:
         return self.out_dir / self.run_id / profile.value
 
-    @property
-    def report_dir(self) -> Path:
-        return self.out_dir / self.run_id / "report"
-
 
 @dataclass
 class AbResult:
@@ -77,9 +73,12 @@ class AbResult:
 
     @property
     def passed(self) -> bool:
-        done = (Outcome.PASSED, Outcome.SKIPPED)
         reported = self.report is not None or (self.rehearsal and not self.interrupted)
-        return reported and all(o.outcome in done for o in self.outcomes.values())
+        return reported and self.profiles_done
+
+    @property
+    def profiles_done(self) -> bool:
+        return all(o.outcome in (Outcome.PASSED, Outcome.SKIPPED) for o in self.outcomes.values())
 
     def lines(self) -> list[str]:
         return [self.outcomes[profile].line() for profile in PROFILES]
@@ -109,11 +108,7 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     _teardown_all(target, run, deployed, result, say)
     for profile in PROFILES:
         result.outcomes.setdefault(profile, ProfileOutcome(profile, Outcome.NOT_RUN))
-    if (
-        not result.interrupted
-        and not run.rehearse
-        and all(o.outcome in (Outcome.PASSED, Outcome.SKIPPED) for o in result.outcomes.values())
-    ):
+    if not result.interrupted and not run.rehearse and result.profiles_done:
         try:
             result.report = _report(target, run, say)
         except StageError as error:
@@ -249,26 +244,29 @@ def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> 
 
 def _push(
     run: AbRun, stack: str, stage: Stage, outputs: StackOutputs, directory: Path, say: Say
-) -> RunRecord:
+) -> None:
     record = RunRecord.create(
         stack=stack, stage=stage, outputs=outputs, run_id=run.run_id, commit=run.commit
     )
     outcome = resume_run(directory, record, run.archive)
     say(f"{outputs.profile.value}: {stage.value} archived as {outcome.record.describe()}")
-    return outcome.record
 
 
 def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     """Both profiles' archived perf results side by side, written and archived once per run."""
     candidate = PROFILES[-1]
     stack = target.stack(candidate)
-    report_dir = run.report_dir
-    if _archived(run, stack, candidate, Stage.REPORT):
+    report_dir = run.out_dir / run.run_id / "report"
+    report = report_dir / REPORT_FILE
+    try:
         record = fetch_record(run.archive, stack, candidate, run.run_id, Stage.REPORT)
-        if not (report_dir / "report.md").is_file():
+    except RunNotFoundError:
+        pass
+    else:
+        if not report.is_file():
             download_record(run.archive, record, report_dir)
-        say(f"report of run {run.run_id} already archived: {report_dir / 'report.md'}")
-        return report_dir / "report.md"
+        say(f"report of run {run.run_id} already archived: {report}")
+        return report
     stacks = [target.stack(profile) for profile in PROFILES]
     with tempfile.TemporaryDirectory(prefix="ab-report-") as work_dir:
         pair = fetch_pair(run.archive, stacks, [run.run_id, run.run_id], Path(work_dir))
@@ -284,7 +282,7 @@ def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     _push(run, stack, Stage.REPORT, outputs, report_dir, say)
     latest = mask_values({"runId": run.run_id})
     write_file(run.out_dir / "latest-run.json", json.dumps(latest) + "\n")
-    return report_dir / "report.md"
+    return report
 
 
 def _first_line(error: BaseException) -> str:

@@ -19,6 +19,7 @@ graph deployed (seen on the real tier, ../shared/reference/real-engine.md sectio
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -96,7 +97,8 @@ class SessionPulumiCommand(PulumiCommand):
             pass
         try:  # from here on, another interrupt abandons the run, wherever it lands
             if command in _INTERRUPTIBLE:
-                _signal_session(process.pid, signal.SIGINT)
+                with contextlib.suppress(ProcessLookupError):  # it has just ended
+                    os.killpg(process.pid, signal.SIGINT)
                 doing = "is cancelling"
             else:
                 doing = "is let finish"
@@ -126,13 +128,6 @@ def _finish(followers: list[_Follower], recovery: Callable[[], str]) -> tuple[st
 def _subcommand(argv: list[str]) -> str:
     words = [word for word in argv if not word.startswith("-")]
     return words[0] if words else ""
-
-
-def _signal_session(pid: int, signum: signal.Signals) -> None:
-    try:
-        os.killpg(pid, signum)
-    except ProcessLookupError:
-        pass
 
 
 class _Follower:

@@ -20,9 +20,6 @@ forwarded to it once and waited for, never left to kill it mid-update.
   as `[secret]`; update summaries are read without `--show-secrets`.
 - Stacks of a new backend (the lab's) are made and set here too (`create`), so one run drives
   `pulumi` one way.
-
-Over 300 lines: one class over the Automation API and the translation of its errors into
-`DeployError`, which every method shares; split, each half would reach into the other's helpers.
 """
 
 from __future__ import annotations
@@ -43,7 +40,6 @@ from pulumi.automation import (
     LocalWorkspace,
     LocalWorkspaceOptions,
     OpMap,
-    OpType,
     OutputMap,
     PulumiCommand,
     Stack,
@@ -86,7 +82,7 @@ class PulumiStacks:
     organization: str | None = None
     """Qualify short stack names as <org>/<project>/<stack>; None: as given."""
     policy_packs: tuple[str, ...] = ()
-    """CrossGuard packs every preview and update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
+    """CrossGuard packs every update runs with (`--policy-pack`), e.g. `policy/analyzer`."""
     layer_stack: str | None = None
     """The stack never to destroy: an abandoned run's recovery for it is an `up`."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -95,13 +91,23 @@ class PulumiStacks:
     _command: PulumiCommand | None = field(default=None, init=False, repr=False)
     _current: str = field(default="", init=False, repr=False)
 
-    def preview(self, stack: str) -> dict[str, int]:
-        """`pulumi preview`: what an `up` would do, by operation; empty when nothing would."""
-        return self._preview(stack, self._select(stack))
-
     def up(self, stack: str) -> dict[str, Any]:
-        """`pulumi up`; then the stack's outputs, as `pulumi stack output --json` prints them."""
-        return self._up(stack, self._select(stack))
+        """`pulumi up --refresh`; then the stack's outputs, as `pulumi stack output --json` prints
+        them."""
+        selected = self._select(stack)
+        self.say(f"{stack}: deploying {selected.name} (pulumi up --refresh)")
+        with _as_deploy_error(selected.name, "up"):
+            # up() runs `stack output` twice and `stack history` after the update (_stack.py, up);
+            # show_secrets=False keeps decrypted config out of that history answer.
+            result = selected.up(
+                color=COLOR,
+                on_output=self._relay(stack),
+                show_secrets=False,
+                policy_packs=[str(self.work_dir / pack) for pack in self.policy_packs] or None,
+                refresh=True,
+            )
+        self.say(f"{stack}: deployed ({_described(result.summary.resource_changes)})")
+        return _as_printed(result.outputs)
 
     def outputs(self, stack: str) -> dict[str, Any]:
         """The stack's outputs, as `pulumi stack output --json` prints them."""
@@ -133,7 +139,7 @@ class PulumiStacks:
                     raise
                 self.say(f"{stack}: locked by an update still ending; trying again")
                 time.sleep(LOCKED_RETRY_SECONDS)
-        self.say(f"{stack}: destroyed ({_describe(_counts(result.summary.resource_changes))})")
+        self.say(f"{stack}: destroyed ({_described(result.summary.resource_changes)})")
 
     def create(
         self, stack: str, config: Mapping[str, str], secrets: Mapping[str, str] = {}
@@ -141,11 +147,10 @@ class PulumiStacks:
         """`pulumi stack init` and `pulumi config set [--secret]` of each value: a stack of a new
         backend (the lab's); a user's stacks exist already and are only selected."""
         name = self.qualified(stack)
-        options = LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))
         values = {key: ConfigValue(value) for key, value in config.items()}
         values |= {key: ConfigValue(value, secret=True) for key, value in secrets.items()}
         with _as_deploy_error(name, "stack init"):
-            created = create_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
+            created = create_stack(name, work_dir=str(self.work_dir), opts=self._options())
             created.set_all_config(values)
 
     def qualified(self, stack: str) -> str:
@@ -154,41 +159,14 @@ class PulumiStacks:
             return stack
         return fully_qualified_stack_name(self.organization, self._project_name(), stack)
 
-    def _preview(self, stack: str, selected: Stack) -> dict[str, int]:
-        self.say(f"{stack}: previewing {selected.name}")
-        with _as_deploy_error(selected.name, "preview"):
-            try:
-                result = selected.preview(
-                    color=COLOR, on_output=self._relay(stack), policy_packs=self._packs()
-                )
-            except RuntimeError as error:  # the builtin: no summary event came (_stack.py, preview)
-                raise DeployError(f"`pulumi preview` of stack {selected.name}: {error}") from None
-        return {op: n for op, n in _counts(result.change_summary).items() if op != OpType.SAME}
-
-    def _packs(self) -> list[str] | None:
-        return [str(self.work_dir / pack) for pack in self.policy_packs] or None
-
-    def _up(self, stack: str, selected: Stack) -> dict[str, Any]:
-        self.say(f"{stack}: deploying {selected.name} (pulumi up --refresh)")
-        with _as_deploy_error(selected.name, "up"):
-            # up() runs `stack output` twice and `stack history` after the update (_stack.py, up);
-            # show_secrets=False keeps decrypted config out of that history answer.
-            result = selected.up(
-                color=COLOR,
-                on_output=self._relay(stack),
-                show_secrets=False,
-                policy_packs=self._packs(),
-                refresh=True,
-            )
-        self.say(f"{stack}: deployed ({_describe(_counts(result.summary.resource_changes))})")
-        return _as_printed(result.outputs)
-
     def _select(self, stack: str) -> Stack:
         name = self.qualified(stack)
         self._current = stack
-        options = LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))
         with _as_deploy_error(name, "stack select"):
-            return select_stack(stack_name=name, work_dir=str(self.work_dir), opts=options)
+            return select_stack(name, work_dir=str(self.work_dir), opts=self._options())
+
+    def _options(self) -> LocalWorkspaceOptions:
+        return LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))
 
     def require_cli(self) -> None:
         """Fail before anything is deployed when no usable `pulumi` is there: later, a missing CLI
@@ -301,16 +279,12 @@ def _error_lines(error: CommandError) -> list[str]:
     return list(found)[:ERROR_LINES]
 
 
-def _counts(changes: OpMap | None) -> dict[str, int]:
-    """Resource counts by operation (`same` included), the operations that did occur."""
+def _described(changes: OpMap | None) -> str:
+    """Resource counts by operation (`same` included), of the operations that did occur."""
     # From the engine's JSON (events.py, SummaryEvent.from_json; _stack.py, history): the keys
     # are plain strings, typed OpType, a str enum whose values they are (OpType.SAME == "same").
     as_json = cast(Mapping[str, int], changes or {})
-    return {op: count for op, count in as_json.items() if count}
-
-
-def _describe(counts: Mapping[str, int]) -> str:
-    return ", ".join(f"{count} {op}" for op, count in counts.items()) or "no resources"
+    return ", ".join(f"{count} {op}" for op, count in as_json.items() if count) or "no resources"
 
 
 def _as_printed(outputs: OutputMap) -> dict[str, Any]:
