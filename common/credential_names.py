@@ -3,10 +3,10 @@ that reads a value as secret because of what it is called, whatever the value lo
 
 - a secret-named environment variable, `NAME=value` or `NAME: value` (also `export NAME=...`,
   `--env NAME=...`, a `.env` line) and a Kubernetes env entry `{name: NAME, value: ...}`:
-  upper-case names holding PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN, APIKEY, API_KEY or
-  CREDENTIAL, or ending in `_PASS`, `_PWD`, `_KEY`, `_AUTH`, `_PAT` (PGPASSWORD, MYSQL_PWD,
-  DB_PASS, NGC_KEY, HFTOKEN); not TOKENS, TOKENIZER or TIKTOKEN (token counts and tokenizers),
-  not PWD (the shell's folder);
+  names holding PASSWORD, PASSWD, PASSPHRASE, SECRET, TOKEN, APIKEY, API_KEY or CREDENTIAL,
+  a word ending in KEY, or ending in `_PASS`, `_PWD`, `_AUTH`, `_PAT` (PGPASSWORD, MYSQL_PWD,
+  DB_PASS, NGC_KEY, SSHKEY, HFTOKEN); not TOKENS, TOKENIZER or TIKTOKEN (token counts and
+  tokenizers), not PWD (the shell's folder);
 - a credential-named field of JSON, YAML or an HTTP header, `"password": "..."`, `token: ...`,
   `Authorization: Basic ...`, `X-Api-Key: ...`, docker config's `auth` and `identitytoken`;
 - a credential-named command-line option, `--password ...`, `--api-key ...`, `--apikey ...`
@@ -27,10 +27,11 @@ MASK = "<secret>"
 MASK_IN_HTML = "&lt;secret&gt;"
 """The mask as Markdown or HTML shows it (report.md escapes what came from input): masked too."""
 
-_ENV_NAME_WORDS = re.compile(
+_SECRET_NAME = re.compile(
     r"PASSWORD|PASSWD|PASSPHRASE|SECRET|APIKEY|API_KEY|CREDENTIAL|(?<!TIK)TOKEN(?!S|IZER)"
+    r"|KEY(?![A-Z0-9])|_(?:PASS|PWD|AUTH|PAT)$"
 )
-_ENV_NAME_ENDS = ("_PASS", "_PWD", "_KEY", "_AUTH", "_PAT")
+"""A secret's name, upper case with `-` and `.` read as `_` (see `is_secret_env_name`)."""
 _KEYS = frozenset(
     (
         *("password", "passwd", "passphrase", "token", "auth", "authorization"),
@@ -80,7 +81,7 @@ _ENV_ASSIGNMENT = re.compile(
 )
 """`PGPASSWORD=...`, `export DB_PASS=...`, `NGC_API_KEY: ...`; not `${NGC_API_KEY:?...}`."""
 _ENV_ENTRY = re.compile(
-    r"[\"']?name[\"']?[ \t]*:[ \t]*[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_]*)[\"']?[ \t]*,?\s*"
+    r"[\"']?name[\"']?[ \t]*:[ \t]*[\"']?(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)[\"']?[ \t]*,?\s*"
     rf"[\"']?value[\"']?[ \t]*:[ \t]*(?=(?P<value>{_QUOTED}|[^\s\"'`,}}]+))"
 )
 """A Kubernetes env entry: `{"name": "PGPASSWORD", "value": "..."}`, or in YAML on two lines."""
@@ -103,10 +104,12 @@ _USER_OPTION = re.compile(
 
 
 def is_secret_env_name(name: str) -> bool:
-    """True for an environment variable named like a secret (`PGPASSWORD`, `DB_PASS`,
-    `NGC_KEY`, `HFTOKEN`, `AWS_SECRET_ACCESS_KEY`); not `NIM_MAX_NUM_BATCHED_TOKENS` or `PWD`."""
-    upper = name.upper()
-    return bool(_ENV_NAME_WORDS.search(upper)) or upper.endswith(_ENV_NAME_ENDS)
+    """True for a name that names a secret: the one rule of the masker, of the stack config
+    (`workerExtraEnv`, `components.config_rules`) and of the policy pack (env, ConfigMap keys,
+    annotations, `policy.rules.plain_secrets`). PGPASSWORD, DB_PASS, NGC_KEY, SSHKEY, HFTOKEN,
+    hf-token, AWS_SECRET_ACCESS_KEY; not NIM_MAX_NUM_BATCHED_TOKENS, TIKTOKEN_CACHE_DIR, KEYWORDS
+    or PWD."""
+    return _SECRET_NAME.search(re.sub(r"[-.]", "_", name.upper())) is not None
 
 
 def is_credential_key(name: str) -> bool:

@@ -16,18 +16,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from common.credentials import credential_kind
+from common.credentials import credential_kind, is_secret_env_name
 from components import k8s_values as k8s
 from components.image_reference import holds_userinfo
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
 _STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
 """A stack's short name (`shared`: this stack's organization and project) or `<org>/<project>/<stack>`."""
-_SECRET_ENV_NAME = re.compile(
-    r"(.*[-._])?(TOKEN|API_KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD)",
-    re.IGNORECASE,
-)
-"""NGC_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY and their kind (not NIM_MAX_NUM_BATCHED_TOKENS)."""
 SHOWN_MAX_CHARACTERS = 60
 """A refusal shows a longer value (or name) by its length only: long values are where secrets
 hide."""
@@ -144,7 +139,7 @@ def _env_item(item: str) -> list[str]:
     name_problems = k8s.is_env_var_name(name)
     if name_problems:
         return [f"the name before '=' {problem}" for problem in name_problems]
-    if _SECRET_ENV_NAME.fullmatch(name):
+    if is_secret_env_name(name):  # the masker's rule, and the policy pack's
         return [
             (
                 f"{shown(name)} is a secret and must not be plain config (the value is not shown); the "

@@ -9,9 +9,11 @@ One module per policy, plus `workloads` (reading pod specs and containers). The 
 each other relatively, because this package has two names: `rules` when the CLI runs the pack
 (`policy/__main__.py`, with `policy/` first on sys.path) and `policy.rules` in the tests.
 
-Self-contained on purpose: the CLI runs the pack in its own virtualenv (`policy/requirements.txt`,
-pulumi-policy only), so nothing here imports the program. Tests call each policy's `validate`
-with `ResourceValidationArgs` built from the program's real inputs under mocks.
+The CLI runs the pack in its own virtualenv (`policy/requirements.txt`, pulumi-policy only), so
+nothing here imports the program: only `common`, standard library alone (`policy/__main__.py` puts
+the project's root on sys.path), for the masker's rule of a secret's name and its credential
+shapes. Tests call each policy's `validate` with `ResourceValidationArgs` built from the
+program's real inputs under mocks.
 """
 
 from .gpus import GPU, gpus_per_worker, worker_gpus

@@ -1,12 +1,13 @@
 """no-plain-secrets: credentials reach workloads only through Secrets.
 
-Secret-looking env (by name or by value) must come from `valueFrom.secretKeyRef`; a Secret holds
+Secret-looking env must come from `valueFrom.secretKeyRef`: by name, the masker's rule
+(`common.credential_names`: NGC_API_KEY, HF_TOKEN, DB_PASSWORD; not MAX_TOKENS or KEYWORDS), and
+by value, any credential the masker knows by its shape (`common.credentials`); a Secret holds
 its values only in data/stringData (which Pulumi keeps secret in its state); a ConfigMap, plain
 text everywhere, holds no secret-looking key."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -17,21 +18,14 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
+from common.credentials import credential_kind
+from common.credentials import is_secret_env_name as looks_secret
+
 from .workloads import CONFIG_MAP, GRAPH, SECRET, PropPath, containers, dotted, entries, get_at
 
-SECRET_WORDS = ("KEY", "TOKEN", "PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "CREDENTIALS")
-"""A name looks secret when one of its words (split at `_`, `-`, `.`) is or ends with one of these:
-NGC_API_KEY, HF_TOKEN, APIKEY, DB_PASSWORD match; MAX_TOKENS and KEYWORDS do not."""
-SECRET_VALUE_SHAPES = (re.compile(r"^nvapi-"),)
-"""Values that are credentials whatever their name: an NGC API key."""
 SECRET_FIELDS = frozenset(
     {"apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable"}
 )
-
-
-def looks_secret(name: str) -> bool:
-    words = re.split(r"[_.\-]", name.upper())
-    return any(word.endswith(secret) for word in words for secret in SECRET_WORDS)
 
 
 def _plain_secret_env(env: Any, path: PropPath) -> Iterator[str]:
@@ -44,8 +38,8 @@ def _plain_secret_env(env: Any, path: PropPath) -> Iterator[str]:
             value is not None or get_at(entry, ("valueFrom", "secretKeyRef")) is None
         ):
             yield f"{where}: {name} looks secret, so its value must come from valueFrom.secretKeyRef"
-        elif isinstance(value, str) and any(shape.match(value) for shape in SECRET_VALUE_SHAPES):
-            yield f"{where}: {name}'s value is a credential; put it in a Secret and use valueFrom.secretKeyRef"
+        elif isinstance(value, str) and (kind := credential_kind(value)):
+            yield f"{where}: {name}'s value holds {kind}; put it in a Secret and use valueFrom.secretKeyRef"
 
 
 def _workload_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
