@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 MASK = "<secret>"
 MASK_IN_HTML = "&lt;secret&gt;"
@@ -112,125 +113,95 @@ def is_secret_env_name(name: str) -> bool:
     return _SECRET_NAME.search(re.sub(r"[-.]", "_", name.upper())) is not None
 
 
-def is_credential_key(name: str) -> bool:
-    """True for a JSON, YAML or header field named like a credential (`password`, `auth`,
-    `identitytoken`, `Authorization`, `X-Api-Key`, `registryPassword`)."""
-    normal = name.lower().replace("-", "_")
-    return normal in _KEYS or normal.endswith(_KEY_ENDS)
+def _named(exact: frozenset[str], ends: tuple[str, ...]) -> Callable[[str], bool]:
+    def named(name: str) -> bool:
+        normal = name.lower().replace("-", "_")
+        return normal in exact or normal.endswith(ends)
+
+    return named
 
 
-def is_credential_option(name: str) -> bool:
-    """True for a long option named like a credential (`password`, `api-key`, `apikey`,
-    `token`, `client-secret`, `registry-password`), given without its dashes."""
-    normal = name.lower().replace("-", "_")
-    return normal in _OPTIONS or normal.endswith(_OPTION_ENDS)
+is_credential_key = _named(_KEYS, _KEY_ENDS)
+"""A JSON, YAML or header field named like a credential (`password`, `auth`, `identitytoken`,
+`Authorization`, `X-Api-Key`, `registryPassword`)."""
+is_credential_option = _named(_OPTIONS, _OPTION_ENDS)
+"""A long option named like a credential (`password`, `api-key`, `apikey`, `token`,
+`client-secret`, `registry-password`), given without its dashes."""
 
 
-def _credential_field(name: str) -> bool:
+def _secret_env(match: re.Match[str]) -> bool:
+    return is_secret_env_name(match["name"])
+
+
+def _credential_field(match: re.Match[str]) -> bool:
     """A field named like a credential, or like a secret variable when it is spelled as one
     (`"MYSQL_PWD": ...` in a JSON dump of an environment)."""
+    name = match["name"]
     return is_credential_key(name) or (name.isupper() and is_secret_env_name(name))
 
 
 def _an_option_value(match: re.Match[str]) -> bool:
-    value, name = match.group("value"), match.group("name")
-    next_option = match.group("sep") != "=" and value.startswith("-")
+    value, name = match["value"], match["name"]
+    next_option = match["sep"] != "=" and value.startswith("-")
     metavar = value.rstrip("]),.") == name.upper().replace("-", "_")
     return is_credential_option(name) and not next_option and not metavar
 
 
-_RULES: tuple[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool]], ...] = (
-    (
-        "the value of a secret-named variable",
-        _ENV_ENTRY,
-        lambda match: is_secret_env_name(match.group("name")),
-    ),
-    (
-        "the value of a secret-named variable",
-        _ENV_ASSIGNMENT,
-        lambda match: is_secret_env_name(match.group("name")),
-    ),
-    ("a credential-named field", _FIELD, lambda match: _credential_field(match.group("name"))),
-    ("a credential given to a command-line option", _OPTION, _an_option_value),
-    ("a credential given to a command-line option", _USER_OPTION, lambda match: True),
-)
-"""(kind, pattern, is the named value a credential) of each rule, applied in this order."""
-
-
 def _secret_value(value: str) -> bool:
-    inner = value[1:-1] if len(value) > 1 and value[0] in "\"'" and value[-1] == value[0] else value
+    inner = value[1:-1] if _quoted(value) else value
     words = inner.split()
     if not words or _plain(inner.strip()):
         return False
     return not all(_plain(word) or word in _ARROWS for word in words)
 
 
+def _quoted(value: str) -> bool:
+    return len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
+
+
 def _plain(text: str) -> bool:
     return any(_PLAIN_VALUE.fullmatch(candidate) for candidate in (text, text.rstrip(_CLOSERS)))
-
-
-def _masked_value(value: str) -> str:
-    """The value masked, its quotes kept (a masked JSON or YAML text stays well formed)."""
-    quoted = len(value) > 1 and value[0] in "\"'" and value[-1] == value[0]
-    return f"{value[0]}{MASK}{value[0]}" if quoted else MASK
-
-
-def _secret_spans(
-    text: str, pattern: re.Pattern[str], named_secret: Callable[[re.Match[str]], bool]
-) -> list[tuple[int, int]]:
-    """Where the values that `pattern` finds under a secret name lie, left to right."""
-    spans: list[tuple[int, int]] = []
-    for match in pattern.finditer(text):
-        start, end = match.span("value")
-        if spans and start < spans[-1][1]:
-            continue  # a name inside a value already masked
-        if named_secret(match) and _secret_value(match.group("value")):
-            spans.append((start, end))
-    return spans
-
-
-def _masked_spans(text: str, spans: list[tuple[int, int]]) -> str:
-    pieces, done = [], 0
-    for start, end in spans:
-        pieces += [text[done:start], _masked_value(text[start:end])]
-        done = end
-    return "".join([*pieces, text[done:]])
 
 
 def _masker(
     pattern: re.Pattern[str], named_secret: Callable[[re.Match[str]], bool]
 ) -> Callable[[str], str]:
+    """Masks each value that `pattern` finds under a secret name, its quotes kept (a masked JSON
+    or YAML text stays well formed)."""
+
     def masked(text: str) -> str:
-        return _masked_spans(text, _secret_spans(text, pattern, named_secret))
+        pieces, done = [], 0
+        for match in pattern.finditer(text):
+            start, end = match.span("value")
+            if start < done or not named_secret(match) or not _secret_value(match["value"]):
+                continue  # not a secret, or a name inside a value already masked
+            value = text[start:end]
+            pieces += [text[done:start], f"{value[0]}{MASK}{value[0]}" if _quoted(value) else MASK]
+            done = end
+        return "".join([*pieces, text[done:]])
 
     return masked
 
 
-NAMED_RULES: tuple[tuple[str, Callable[[str], str]], ...] = tuple(
-    (kind, _masker(pattern, named_secret)) for kind, pattern, named_secret in _RULES
+NAMED_RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
+    ("the value of a secret-named variable", _masker(_ENV_ENTRY, _secret_env)),
+    ("the value of a secret-named variable", _masker(_ENV_ASSIGNMENT, _secret_env)),
+    ("a credential-named field", _masker(_FIELD, _credential_field)),
+    ("a credential given to a command-line option", _masker(_OPTION, _an_option_value)),
+    ("a credential given to a command-line option", _masker(_USER_OPTION, lambda match: True)),
 )
 """(kind, masker) of each rule by name, in the order `common.credentials.mask` applies them."""
 
 
-def mask_named(text: str) -> str:
-    """`text` with every value given under a credential's name replaced by `<secret>`."""
-    for _, masked in NAMED_RULES:
-        text = masked(text)
-    return text
-
-
-def is_named_secret(key: object, mapping: dict[object, object]) -> bool:
-    """True when `mapping[key]` is a credential by its key (`password`, `NGC_API_KEY`), or is
-    the `value` of a Kubernetes env entry whose `name` is a secret's (`{name: PGPASSWORD, ...}`)."""
-    if not isinstance(key, str):
+def is_named_secret(key: object, mapping: dict[Any, Any]) -> bool:
+    """True when `mapping[key]` is a scalar and no literal or reference, and a credential by its
+    key (`password`, `NGC_API_KEY`) or the `value` of a Kubernetes env entry whose `name` is a
+    secret's (`{name: PGPASSWORD, ...}`)."""
+    item = mapping[key]
+    scalar = isinstance(item, (str, int, float)) and not isinstance(item, bool)
+    if not isinstance(key, str) or not scalar or not _secret_value(str(item)):
         return False
     if key == "value" and isinstance(mapping.get("name"), str):
         return is_secret_env_name(str(mapping["name"]))
     env_style = key.isupper() and re.fullmatch(r"[A-Z][A-Z0-9_]*", key) is not None
     return is_secret_env_name(key) if env_style else is_credential_key(key)
-
-
-def plain_value(value: str) -> bool:
-    """True for a value that is no secret whatever its name: empty, a literal, a `$VAR`
-    reference, a `<...>` placeholder, one already masked."""
-    return not _secret_value(value)

@@ -16,7 +16,7 @@ shapes. Tests call each policy's `validate` with `ResourceValidationArgs` built 
 program's real inputs under mocks.
 """
 
-from .gpus import GPU, gpus_per_worker, worker_gpus
+from .gpus import worker_gpus
 from .images import image_is_pinned, images_pinned
 from .model_cache import model_cache
 from .plain_secrets import looks_secret, no_plain_secrets
@@ -29,29 +29,23 @@ from .workloads import (
     JOB,
     SECRET,
     containers,
-    dotted,
-    pod_specs,
     worker_main_containers,
 )
 
 __all__ = [
     "CLAIM",
     "CONFIG_MAP",
-    "GPU",
     "GRAPH",
     "JOB",
     "POLICIES",
     "SECRET",
     "containers",
-    "dotted",
-    "gpus_per_worker",
     "graph_readiness",
     "image_is_pinned",
     "images_pinned",
     "looks_secret",
     "model_cache",
     "no_plain_secrets",
-    "pod_specs",
     "resource_requests",
     "worker_gpus",
     "worker_main_containers",

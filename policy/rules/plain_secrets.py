@@ -18,11 +18,12 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 
-from common.credentials import credential_kind
-from common.credentials import is_secret_env_name as looks_secret
+from common.credentials import credential_kind, is_secret_env_name
 
 from .workloads import CONFIG_MAP, GRAPH, SECRET, PropPath, containers, dotted, entries, get_at
 
+looks_secret = is_secret_env_name
+"""The masker's rule of a secret's name (`common.credential_names`), the pack's too."""
 SECRET_FIELDS = frozenset(
     {"apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable"}
 )
