@@ -11,16 +11,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
 from common.credentials import credential_kind, is_secret_env_name
 
-from .workloads import CONFIG_MAP, GRAPH, SECRET, PropPath, containers, dotted, entries, get_at
+from .workloads import (
+    CONFIG_MAP,
+    GRAPH,
+    SECRET,
+    PropPath,
+    containers,
+    dotted,
+    entries,
+    get_at,
+    mandatory,
+)
 
 looks_secret = is_secret_env_name
 """The masker's rule of a secret's name (`common.credential_names`), the pack's too."""
@@ -77,14 +82,10 @@ def _plain_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
     return _workload_secret_problems(args)
 
 
-def check_no_plain_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+@mandatory(
+    "no-plain-secrets",
+    "Secret-looking env comes from secretKeyRef; Secrets hold values only in data/stringData.",
+)
+def no_plain_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for problem in _plain_secret_problems(args):
         report_violation(problem, None)
-
-
-no_plain_secrets = ResourceValidationPolicy(
-    name="no-plain-secrets",
-    description="Secret-looking env comes from secretKeyRef; Secrets hold values only in data/stringData.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_no_plain_secrets,
-)
