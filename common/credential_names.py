@@ -34,13 +34,10 @@ _SECRET_NAME = re.compile(
 )
 """A secret's name, upper case with `-` and `.` read as `_` (see `is_secret_env_name`)."""
 _KEYS = frozenset(
-    (
-        *("password", "passwd", "passphrase", "token", "auth", "authorization"),
-        *("proxy_authorization", "identitytoken", "registrytoken", "apikey", "api_key"),
-        *("client_secret", "secret_key", "private_key", "session_token", "credentials"),
-    )
+    {"token", "auth", "authorization", "proxy_authorization", "registrytoken", "private_key"}
+    | {"credentials"}
 )
-"""Credential-named fields, compared lowercased with `-` read as `_`."""
+"""Credential-named fields (and `_KEY_ENDS`), compared lowercased with `-` read as `_`."""
 _KEY_ENDS = (
     *("password", "passwd", "passphrase", "clientsecret", "client_secret", "apikey", "api_key"),
     "accesstoken",
@@ -52,11 +49,8 @@ _KEY_ENDS = (
 bare `_token` end (`eos_token`, `pad_token` are tokenizer words), `_key` (`cache_key`) or
 `secret` (`ngcSecret`, `secretName` name a Kubernetes Secret; "is a secret: ..." is prose)."""
 _OPTIONS = frozenset(
-    (
-        *("password", "passwd", "pass", "passphrase", "token", "apikey", "api_key"),
-        *("client_secret", "access_token", "auth_token", "private_token"),
-        *("refresh_token", "id_token", "secret_key", "secret_access_key", "session_token"),
-    )
+    {"password", "passwd", "pass", "passphrase", "token", "apikey", "api_key", "secret_key"}
+    | {"secret_access_key"}
 )
 _OPTION_ENDS = ("_password", "_passwd", "_token", "_secret", "_api_key", "_apikey")
 _PLAIN_VALUE = re.compile(
@@ -113,18 +107,23 @@ def is_secret_env_name(name: str) -> bool:
     return _SECRET_NAME.search(re.sub(r"[-.]", "_", name.upper())) is not None
 
 
-def _named(exact: frozenset[str], ends: tuple[str, ...]) -> Callable[[str], bool]:
+def names_like(
+    exact: frozenset[str], ends: tuple[str, ...], starts: tuple[str, ...] = ()
+) -> Callable[[str], bool]:
+    """Whether a name, lowercased with `-` read as `_`, is one of `exact`, or ends or starts
+    with one of `ends` or `starts`."""
+
     def named(name: str) -> bool:
-        normal = name.lower().replace("-", "_")
-        return normal in exact or normal.endswith(ends)
+        normal = name.strip().lower().replace("-", "_")
+        return normal in exact or normal.endswith(ends) or normal.startswith(starts)
 
     return named
 
 
-is_credential_key = _named(_KEYS, _KEY_ENDS)
+is_credential_key = names_like(_KEYS, _KEY_ENDS)
 """A JSON, YAML or header field named like a credential (`password`, `auth`, `identitytoken`,
 `Authorization`, `X-Api-Key`, `registryPassword`)."""
-is_credential_option = _named(_OPTIONS, _OPTION_ENDS)
+is_credential_option = names_like(_OPTIONS, _OPTION_ENDS)
 """A long option named like a credential (`password`, `api-key`, `apikey`, `token`,
 `client-secret`, `registry-password`), given without its dashes."""
 
