@@ -180,12 +180,7 @@ def _remove_empty(made: list[Path]) -> None:
             return
 
 
-def _claimable(
-    folder: Path,
-    writer: str,
-    option: str,
-    tracks_files: bool,
-) -> frozenset[str] | None:
+def _claimable(folder: Path, writer: str, option: str, tracks_files: bool) -> frozenset[str] | None:
     """What the marker lists (or will list) when `writer` may claim `folder`; else raises."""
     where = f"{option} {folder}"
     resolved = folder.resolve()
@@ -210,12 +205,7 @@ def _claimable(
         # writer's, only the regular files it lists.
         whole = marker is not None and marker[1] is None and not tracks_files
         listed = (marker[1] if marker is not None else None) or frozenset()
-        foreign = [
-            name
-            for name in names
-            if not whole and not _listed_file(folder, name, listed)
-            and not _writers_own_folder(folder / name, writer)
-        ]  # fmt: skip
+        foreign = [] if whole else [n for n in names if not _writers(folder / n, writer, listed)]
     except OSError as error:
         raise OutputFolderError(f"{where} cannot be read ({os_error_reason(error)})") from None
     if marker is not None and marker[0] != writer:
@@ -232,16 +222,13 @@ def _claimable(
     return listed if tracks_files else None
 
 
-def _listed_file(folder: Path, name: str, listed: frozenset[str]) -> bool:
-    """A file the marker lists, still a regular file (a link or folder there is someone else's)."""
-    return name in listed and (folder / name).is_file() and not (folder / name).is_symlink()
-
-
-def _writers_own_folder(path: Path, writer: str) -> bool:
-    """A real folder (not a link) with the writer's marker: its output, made before this one."""
-    if path.is_symlink() or not path.is_dir():
-        return False
-    marker = _read_marker(path)
+def _writers(path: Path, writer: str, listed: frozenset[str]) -> bool:
+    """A regular file the marker lists, or a real folder with the writer's marker (its output,
+    made before this one); a link, or anything else, is someone else's."""
+    mode = path.lstat().st_mode
+    if stat.S_ISREG(mode):
+        return path.name in listed
+    marker = _read_marker(path) if stat.S_ISDIR(mode) else None
     return marker is not None and marker[0] == writer
 
 
