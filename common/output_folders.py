@@ -97,7 +97,6 @@ class OwnedFolder:
     writer: str
     listed: frozenset[str] | None
     """The files the marker lists (a tracking writer), or None: the whole folder is the writer's."""
-    lock: RunLock
 
     def replace_files(self, files: Mapping[str, bytes]) -> list[Path]:
         """Write `files` (name -> content) and remove the listed files no longer among them.
@@ -142,7 +141,8 @@ def claimed_folder(
     try:
         folder.mkdir(parents=True, exist_ok=True)
         root = folder.resolve()
-        lock = _acquire(root, command or writer, option)
+        lock = root / LOCK_FILE
+        descriptor, previous = _acquire(lock, command or writer, option)
     except (OSError, OutputFolderError) as error:
         _remove_empty(made)
         why = (
@@ -152,18 +152,18 @@ def claimed_folder(
         )
         raise OutputFolderError(f"{option} {folder}: {why}") from None
     try:
-        if lock.previous_owner:
-            taken = f"took over the lock of {lock.previous_owner}, which is gone"
+        if previous:
+            taken = f"took over the lock of {previous}, which is gone"
             print(f"{option} {folder}: {taken}", file=sys.stderr)
         if _read_marker(root) is None:  # new, or holding only folders of the writer's
             _write_marker(root, writer, listed)
         with holding(folder):  # by the name given and resolved: a stage writes by either
-            yield OwnedFolder(folder, root, writer, listed, lock)
+            yield OwnedFolder(folder, root, writer, listed)
     except BaseException:
-        lock.release()
+        _release(descriptor, lock)
         _remove_empty(made)  # refused before it wrote anything: leave no trace of the claim
         raise
-    lock.release()
+    _release(descriptor, lock)
 
 
 def _remove_empty(made: list[Path]) -> None:
@@ -275,23 +275,12 @@ def _write_marker(folder: Path, writer: str, listed: frozenset[str] | None) -> N
     write_inside(folder, MARKER_FILE, content)
 
 
-@dataclass
-class RunLock:
-    """A held lock; `previous_owner` describes a dead run whose lock file this one took over."""
-
-    path: Path
-    descriptor: int
-    previous_owner: str | None = None
-
-    def release(self) -> None:
-        if self.descriptor < 0:
-            return
-        try:
-            if _same_file(self.descriptor, self.path):  # never a link put in its place
-                self.path.unlink()  # while still held: nobody else can have it yet
-        finally:
-            os.close(self.descriptor)
-            self.descriptor = -1
+def _release(descriptor: int, lock: Path) -> None:
+    try:
+        if _same_file(descriptor, lock):  # never a link put in its place
+            lock.unlink()  # while still held: nobody else can have it yet
+    finally:
+        os.close(descriptor)
 
 
 def _owner(descriptor: int) -> str | None:
@@ -303,10 +292,10 @@ def _owner(descriptor: int) -> str | None:
         return None
 
 
-def _acquire(folder: Path, command: str, option: str) -> RunLock:
-    """The lock of `folder` (which exists); OutputFolderError naming the run that holds it, or
-    the lock file that is not ours. OSError (a read-only or full disk) reaches the caller."""
-    path = folder / LOCK_FILE
+def _acquire(path: Path, command: str, option: str) -> tuple[int, str | None]:
+    """The lock file `path` (in a folder that exists), held, and the dead run it took over
+    from; OutputFolderError naming the run that holds it, or the lock file that is not ours.
+    OSError (a read-only or full disk) reaches the caller."""
     while True:
         descriptor = _open_own(path)
         try:
@@ -315,7 +304,8 @@ def _acquire(folder: Path, command: str, option: str) -> RunLock:
             holder = _owner(descriptor) or "another run"
             os.close(descriptor)
             raise OutputFolderError(
-                f"{folder} is in use by {holder}; wait for it to finish or choose another {option}"
+                f"{path.parent} is in use by {holder}; wait for it to finish or choose another "
+                f"{option}"
             ) from None
         except BaseException:
             os.close(descriptor)
@@ -332,7 +322,7 @@ def _acquire(folder: Path, command: str, option: str) -> RunLock:
     except BaseException:
         os.close(descriptor)
         raise
-    return RunLock(path, descriptor, previous)
+    return descriptor, previous
 
 
 def _open_own(path: Path) -> int:
