@@ -55,7 +55,8 @@ def _workload_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield from _plain_secret_env(get_at(args.props, ("spec", "env")), ("spec", "env"))
 
 
-def _secret_resource_problems(props: Mapping[str, Any]) -> Iterator[str]:
+def _secret_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
     for field in sorted(set(props) - SECRET_FIELDS):
         yield f"{field}: a Secret carries its values only in data/stringData (secret in Pulumi state)"
     for kind in ("annotations", "labels"):
@@ -67,19 +68,11 @@ def _secret_resource_problems(props: Mapping[str, Any]) -> Iterator[str]:
                 yield f'metadata.{kind}["{name}"]: plain text in state and in `kubectl get`; keep secrets in data'
 
 
-def _config_map_problems(props: Mapping[str, Any]) -> Iterator[str]:
+def _config_map_problems(args: ResourceValidationArgs) -> Iterator[str]:
     for field in ("data", "binaryData"):
-        for key in get_at(props, (field,)) or {}:
+        for key in get_at(args.props, (field,)) or {}:
             if looks_secret(str(key)):
                 yield f'{field}["{key}"]: looks secret; a ConfigMap is plain text: use a Secret'
-
-
-def _plain_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == SECRET:
-        return _secret_resource_problems(args.props)
-    if args.resource_type == CONFIG_MAP:
-        return _config_map_problems(args.props)
-    return _workload_secret_problems(args)
 
 
 @mandatory(
@@ -87,5 +80,6 @@ def _plain_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
     "Secret-looking env comes from secretKeyRef; Secrets hold values only in data/stringData.",
 )
 def no_plain_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    for problem in _plain_secret_problems(args):
+    problems = {SECRET: _secret_resource_problems, CONFIG_MAP: _config_map_problems}
+    for problem in problems.get(args.resource_type, _workload_secret_problems)(args):
         report_violation(problem, None)
