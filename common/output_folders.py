@@ -27,6 +27,9 @@ writes only when its marker lists it and it is still a regular file. Nothing els
 deleted. Every path below the folder is checked on the way (`common.confined_paths`): never
 through a link, never out of the folder.
 
+Over 300 lines: the claim, its marker and its lock are one mechanism (a claim refused leaves
+no marker and no lock; a lock that is not a regular file of ours is refused as a marker is).
+
 Standard library only: the tools, the stages and the lab all use it.
 """
 
