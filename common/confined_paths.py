@@ -31,6 +31,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
+from common.input_files import NOT_REGULAR
+
 _HELD: list[Path] = []
 """The folders this process's commands hold now (as given, absolute, and resolved)."""
 
@@ -65,7 +67,6 @@ def inside(folder: Path, relative: str) -> Path:
     parts = relative.split("/")
     for index, part in enumerate(parts):
         path = path / part
-        last = index == len(parts) - 1
         try:
             info = path.lstat()
         except FileNotFoundError:
@@ -75,7 +76,7 @@ def inside(folder: Path, relative: str) -> Path:
                 f"{path} is a symbolic link (to {os.readlink(path)}): a command never writes or "
                 "removes through a link; remove the link, or choose another folder"
             )
-        if not last and not stat.S_ISDIR(info.st_mode):
+        if index < len(parts) - 1 and not stat.S_ISDIR(info.st_mode):
             raise OutputFolderError(f"{path} is a file where a folder should be: move it away")
     return path
 
@@ -83,7 +84,7 @@ def inside(folder: Path, relative: str) -> Path:
 def write_inside(folder: Path, relative: str, content: bytes | str, mode: int = 0o644) -> Path:
     """`content` as the file `relative` of `folder`, replaced whole; its folders are made."""
     path = inside(folder, relative)
-    _must_be_a_file_or_absent(path)
+    _regular_file(path, "move it away")
     path.parent.mkdir(parents=True, exist_ok=True)
     inside(folder, relative)  # the folders just made are folders: nothing stood in their place
     return _replace_whole(path, content.encode() if isinstance(content, str) else content, mode)
@@ -91,7 +92,11 @@ def write_inside(folder: Path, relative: str, content: bytes | str, mode: int = 
 
 def remove_inside(folder: Path, relative: str) -> bool:
     """Remove the regular file `relative` of `folder`; False when it is absent."""
-    return _remove_regular(inside(folder, relative))
+    path = inside(folder, relative)
+    if not _regular_file(path, "it is not removed"):
+        return False
+    path.unlink()
+    return True
 
 
 def remove_tree_inside(folder: Path, relative: str) -> bool:
@@ -131,77 +136,47 @@ def holding(folder: Path) -> Iterator[None]:
 def write_file(path: Path, content: bytes | str, mode: int = 0o644) -> Path:
     """`content` as `path`, replaced whole, its folders made; checked from the held folder that
     holds it (every part below it), or at its last part only outside every held folder."""
-    held = _held_folder(path)
-    if held is not None:
-        return write_inside(held[0], held[1], content, mode)
-    _must_be_a_file_or_absent(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return _replace_whole(path, content.encode() if isinstance(content, str) else content, mode)
+    return write_inside(*_held_folder(path), content, mode)
 
 
 def remove_file(path: Path) -> bool:
     """Remove the regular file `path` (never a link or a folder); False when it is absent."""
-    held = _held_folder(path)
-    if held is not None:
-        return remove_inside(*held)
-    return _remove_regular(path)
+    return remove_inside(*_held_folder(path))
 
 
-def _remove_regular(path: Path) -> bool:
-    """Unlink `path` when it is a regular file (looked at, not followed); False when absent."""
-    try:
-        info = path.lstat()
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(info.st_mode):
-        raise OutputFolderError(f"{path} is {_kind(info.st_mode)}, not a file: it is not removed")
-    path.unlink()
-    return True
-
-
-def _held_folder(path: Path) -> tuple[Path, str] | None:
-    """The innermost held folder that holds `path` (by name), and `path` relative to it."""
+def _held_folder(path: Path) -> tuple[Path, str]:
+    """The innermost held folder that holds `path` (by name), and `path` relative to it; outside
+    every held folder, its parent and its name."""
     absolute = Path(os.path.abspath(path))
     for folder in sorted(_HELD, key=lambda held: len(held.parts), reverse=True):
         if absolute != folder and absolute.is_relative_to(folder):
             return folder, absolute.relative_to(folder).as_posix()
-    return None
+    return path.parent, path.name
 
 
-def _must_be_a_file_or_absent(path: Path) -> None:
+def _regular_file(path: Path, fix: str) -> bool:
+    """Whether `path` (no link: `inside` refused it) is a regular file; False when absent, and
+    anything else there refused."""
     try:
-        info = path.lstat()
+        mode = path.lstat().st_mode
     except FileNotFoundError:
-        return
-    if stat.S_ISLNK(info.st_mode):
+        return False
+    if not stat.S_ISREG(mode):
         raise OutputFolderError(
-            f"{path} is a symbolic link (to {os.readlink(path)}): a command never writes "
-            "through a link; remove the link, or choose another folder"
+            f"{path} is {NOT_REGULAR.get(stat.S_IFMT(mode), 'no file')}, not a file: {fix}"
         )
-    if not stat.S_ISREG(info.st_mode):
-        raise OutputFolderError(f"{path} is {_kind(info.st_mode)}, not a file: move it away")
+    return True
 
 
 def _replace_whole(path: Path, content: bytes, mode: int) -> Path:
     """A temporary file beside `path`, renamed over it: all or nothing, never through a link."""
-    with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".partial-", delete=False) as tmp:
-        try:
+    descriptor, name = tempfile.mkstemp(dir=path.parent, prefix=".partial-")
+    try:
+        with os.fdopen(descriptor, "wb") as tmp:
             tmp.write(content)
             os.fchmod(tmp.fileno(), mode)
-        except BaseException:
-            os.unlink(tmp.name)
-            raise
-    try:
-        os.replace(tmp.name, path)
+        os.replace(name, path)
     except BaseException:
-        os.unlink(tmp.name)
+        os.unlink(name)
         raise
     return path
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "a device, pipe or socket"

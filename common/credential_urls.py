@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from common.credential_names import MASK, MASK_IN_HTML
+from common.credential_names import MASK, MASK_IN_HTML, names_like
 
 _URL = re.compile(r"(?<![A-Za-z+.-])[A-Za-z][A-Za-z0-9+.-]{0,31}://(?:[^\s\"'<>`\\]|\\.)+")
 """A URL runs to whitespace, a quote, `<`, `>` or a backtick; a backslash escapes (JSON text).
@@ -28,18 +28,16 @@ _DOTLESS_HOST = re.compile(r"[A-Za-z0-9-]+(?::\d*)?")
 """`mirror`, `frontend:8000`: a cluster's host, or a user with a numeric password."""
 _FIRST_USERINFO = re.compile(r"[^/?#\s]+(?=@)")
 _QUERY_PART = re.compile(r"([?&#;])([^=&#;?]*)=([^&#;]*)")
-_CREDENTIAL_PARAMETERS = frozenset(
-    (
-        *("token", "access_token", "auth_token", "id_token", "refresh_token", "private_token"),
-        *("session_token", "security_token", "code_verifier", "auth", "authorization"),
-        *("key", "api_key", "apikey", "access_key", "secret", "client_secret", "secret_key"),
-        *("password", "passwd", "pwd", "pass", "signature", "sig", "credential", "credentials"),
-    )
+is_credential_parameter = names_like(
+    frozenset(
+        {"token", "code_verifier", "auth", "authorization", "key", "apikey", "secret", "password"}
+        | {"passwd", "pwd", "pass", "signature", "sig", "credential", "credentials"}
+    ),
+    ("_token", "_key", "_secret", "_password", "_signature", "_credential"),
+    ("x_amz_", "x_goog_"),
 )
-"""Query parameters that carry a credential (compared lowercased, `-` read as `_`)."""
-_CREDENTIAL_SUFFIXES = ("_token", "_key", "_secret", "_password", "_signature", "_credential")
-_CREDENTIAL_PREFIXES = ("x-amz-", "x-goog-")
-"""S3 and GCS pre-signed URLs: X-Amz-Signature, X-Amz-Credential, X-Amz-Security-Token, ..."""
+"""A query parameter named like a credential: `token`, `access_token`, `X-Amz-Signature`,
+`X-Amz-Credential` (S3 and GCS pre-signed URLs), ..."""
 _MASKED_USERINFO = re.compile(rf"(?:[^:]*:)?(?:\*+|{re.escape(MASK)}|{re.escape(MASK_IN_HTML)})")
 """User-info already masked: `user:****` (what pip prints) or ours (escaped for Markdown too)."""
 _USER_ONLY = re.compile(r"[A-Za-z0-9._~+-]{1,15}")
@@ -52,17 +50,6 @@ _LOGIN = re.compile(
 (a digest `image:tag@sha256:...` has no host after its `@`)."""
 _NOT_LOGINS = frozenset(("mailto", "sip", "sips", "xmpp", "tel", "im", "pres", "urn", "news"))
 """Schemes written `scheme:user@host`: an address, no password."""
-
-
-def is_credential_parameter(name: str) -> bool:
-    """True for a query parameter named like a credential (`token`, `X-Amz-Signature`, ...)."""
-    lowered = name.strip().lower()
-    normal = lowered.replace("-", "_")
-    return (
-        normal in _CREDENTIAL_PARAMETERS
-        or normal.endswith(_CREDENTIAL_SUFFIXES)
-        or lowered.startswith(_CREDENTIAL_PREFIXES)
-    )
 
 
 def _userinfo_end(url: str, start: int) -> int | None:

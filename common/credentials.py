@@ -11,10 +11,8 @@ A value is a credential when it looks like one, not when its key or option says 
   `<id>:<uuid>`), an AWS access key id (`AKIA...`), a JWT, a PEM private key, a bearer token,
   HTTP Basic credentials (`Basic <base64 of user:password>`), a base64 docker config with
   `auths`, GitHub, GitLab (`glpat-...`), Hugging Face and Slack tokens;
-- a value under a credential's name (`common.credential_names`): a secret-named environment
-  variable (`PGPASSWORD=...`, `{name: NGC_KEY, value: ...}`), a credential-named field or header
-  (`"password": ...`, docker config's `auth`/`identitytoken`, `Authorization: ...`), a
-  credential-named option (`--password ...`, `--apikey ...`, `curl -u user:password`).
+- a value under a credential's name (`common.credential_names`): `PGPASSWORD=...`,
+  `"password": ...`, `Authorization: ...`, `--password ...`, `curl -u user:password`.
 
 Look-alikes that stay as they are: an image digest (`python:3.12@sha256:...`), a URL without
 user-info, a user without a password (`git@github.com:org/repo`, `git+ssh://git@host/...`, an
@@ -29,11 +27,12 @@ backtick inside a URL (a URL percent-encodes them).
 
 `credential_kind` says which kind a text holds (never the value), `mask` replaces each with
 `<secret>`. One definition for every place text leaves the project: the stack config's refusal
-of a credential in a plain key (`components.config_parser`), every command's stdout and stderr
-(`masked_output`), the rendered and dry-run manifests, every file the stages write
-(`masked_document`), and the archive's scan and manifest. Standard library only: the Pulumi
-program, the tools, the stages and the lab all import it (the pod programs cannot, being
-standard library alone; the archive's scan stands behind what they write).
+of a credential in a plain key (`components.config_parser`), the policy pack's of one in a plain
+env value, every command's stdout and stderr (`masked_output`), the rendered and dry-run
+manifests, every file the stages write (`masked_document`), and the archive's scan and manifest.
+Standard library only: the Pulumi program, the policy pack, the tools, the stages and the lab all
+import it (the pod programs cannot, being standard library alone; the archive's scan stands
+behind what they write).
 """
 
 from __future__ import annotations
@@ -48,20 +47,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO, cast
 
-from common.credential_names import (
-    MASK,
-    NAMED_RULES,
-    is_named_secret,
-    is_secret_env_name,
-    plain_value,
-)
-from common.credential_urls import is_credential_parameter, mask_logins, mask_url, mask_urls
+from common.credential_names import MASK, NAMED_RULES, is_named_secret, is_secret_env_name
+from common.credential_urls import mask_logins, mask_url, mask_urls
 
 __all__ = [
     "MASK",
     "credential_kind",
     "credential_kind_in_bytes",
-    "is_credential_parameter",
     "is_secret_env_name",
     "mask",
     "mask_url",
@@ -71,111 +63,88 @@ __all__ = [
 ]
 
 _BASE64 = r"[A-Za-z0-9+/]"
+_LEGACY_NGC_KEY = re.compile(rb"[A-Za-z0-9]{16,40}:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
 
 
-def _decoded(text: str) -> bytes | None:
-    try:
-        return base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return None
-
-
-def _decodes_to(check: Callable[[bytes], bool], keep: int = 0) -> Callable[[re.Match[str]], str]:
-    """A `re.sub` function masking a base64 match (after its first `keep` groups' text) when
+def _decodes_to(check: Callable[[bytes], bool]) -> Callable[[re.Match[str]], str]:
+    """A `re.sub` function masking a base64 match (after the text of its group 1, if any) when
     its decoded bytes pass `check`."""
 
     def replace(match: re.Match[str]) -> str:
-        kept = "".join(match.group(index) for index in range(1, keep + 1))
-        decoded = _decoded(match.group(0)[len(kept) :])
-        return kept + MASK if decoded is not None and check(decoded) else match.group(0)
+        kept = match.group(1) if match.re.groups else ""
+        text = match.group(0)[len(kept) :]
+        try:
+            decoded = base64.b64decode(text + "=" * (-len(text) % 4), validate=True)
+        except (binascii.Error, ValueError):
+            return match.group(0)
+        return kept + MASK if check(decoded) else match.group(0)
 
     return replace
+
+
+def _shape(pattern: str, replacement: Any = MASK) -> Callable[[str], str]:
+    compiled = re.compile(pattern)
+    return lambda text: compiled.sub(replacement, text)
 
 
 def _basic_credentials(decoded: bytes) -> bool:
     return b":" in decoded and decoded.isascii() and decoded.decode().isprintable()
 
 
-_LEGACY_NGC_KEY = re.compile(rb"[A-Za-z0-9]{16,40}:[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}")
-
-
-def _shape(pattern: re.Pattern[str], replacement: Any) -> Callable[[str], str]:
-    def masked(text: str) -> str:
-        return str(pattern.sub(replacement, text))
-
-    return masked
-
-
 _RULES: tuple[tuple[str, Callable[[str], str]], ...] = (
     (
         "a private key",
         _shape(
-            re.compile(
-                r"-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"
-                r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|.*)",
-                re.DOTALL,
-            ),
-            MASK,
+            r"(?s)-----BEGIN [A-Z0-9 ]{0,40}PRIVATE KEY-----"
+            r"(?:.*?-----END [A-Z0-9 ]{0,40}PRIVATE KEY-----|.*)"
         ),
     ),
     ("a URL with embedded credentials", mask_urls),
     ("a login before a host (user:password@host)", mask_logins),
-    ("an NGC API key", _shape(re.compile(r"nvapi-[A-Za-z0-9_-]{16,}"), MASK)),
+    ("an NGC API key", _shape(r"nvapi-[A-Za-z0-9_-]{16,}")),
     (
         "an AWS access key id",
-        _shape(re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"), MASK),
+        _shape(r"(?<![A-Z0-9])(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Z0-9])"),
     ),
-    (
-        "a JWT",
-        _shape(re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"), MASK),
-    ),
+    ("a JWT", _shape(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*")),
     (
         "a bearer token",
         # A token, not an English word: 16 characters or more, at least one not a letter.
         _shape(
-            re.compile(
-                r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{16,}"
-            ),
+            r"(?i)\b(bearer\s+)(?=[A-Za-z0-9._~+/=-]*[0-9._~+/=-])[A-Za-z0-9._~+/=-]{16,}",
             rf"\1{MASK}",
         ),
     ),
     (
         "HTTP Basic credentials",
         _shape(
-            re.compile(rf"(?i)\b(basic\s+){_BASE64}{{4,}}={{0,2}}(?![A-Za-z0-9+/=])"),
-            _decodes_to(_basic_credentials, keep=1),
+            rf"(?i)\b(basic\s+){_BASE64}{{4,}}={{0,2}}(?![A-Za-z0-9+/=])",
+            _decodes_to(_basic_credentials),
         ),
     ),
     (
         "a docker config with credentials",
         _shape(
-            re.compile(rf"\be[wy]{_BASE64}{{16,}}={{0,2}}"),
-            _decodes_to(lambda decoded: b'"auths"' in decoded),
+            rf"\be[wy]{_BASE64}{{16,}}={{0,2}}", _decodes_to(lambda decoded: b'"auths"' in decoded)
         ),
     ),
     (
         "a legacy NGC API key",
         _shape(
-            re.compile(rf"(?<![A-Za-z0-9+/]){_BASE64}{{60,120}}={{0,2}}(?![A-Za-z0-9+/=])"),
+            rf"(?<![A-Za-z0-9+/]){_BASE64}{{60,120}}={{0,2}}(?![A-Za-z0-9+/=])",
             _decodes_to(lambda decoded: _LEGACY_NGC_KEY.fullmatch(decoded) is not None),
         ),
     ),
-    (
-        "a GitHub token",
-        _shape(re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,})"), MASK),
-    ),
+    ("a GitHub token", _shape(r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_\w{22,})")),
     (
         "a GitLab token",
         _shape(
-            re.compile(
-                r"\b(?:gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|agent|wt)-[A-Za-z0-9_.-]{20,}"
-                r"|GR1348941[A-Za-z0-9_-]{20,})"
-            ),
-            MASK,
+            r"\b(?:gl(?:pat|dt|rt|ptt|cbt|ft|imt|oas|soat|agent|wt)-[A-Za-z0-9_.-]{20,}"
+            r"|GR1348941[A-Za-z0-9_-]{20,})"
         ),
     ),
-    ("a Hugging Face token", _shape(re.compile(r"\bhf_[A-Za-z0-9]{30,}"), MASK)),
-    ("a Slack token", _shape(re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), MASK)),
+    ("a Hugging Face token", _shape(r"\bhf_[A-Za-z0-9]{30,}")),
+    ("a Slack token", _shape(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
     *NAMED_RULES,
 )
 """(kind, masker) of every credential the masker knows, in the order `mask` applies them: the
@@ -224,17 +193,12 @@ def mask_values(value: Any) -> Any:
         return mask(value)
     if isinstance(value, dict):
         return {
-            mask_values(key): MASK if _named_secret(key, item, value) else mask_values(item)
+            mask_values(key): MASK if is_named_secret(key, value) else mask_values(item)
             for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
         return [mask_values(item) for item in value]
     return value
-
-
-def _named_secret(key: object, item: object, mapping: dict[Any, Any]) -> bool:
-    scalar = isinstance(item, (str, int, float)) and not isinstance(item, bool)
-    return scalar and not plain_value(str(item)) and is_named_secret(key, mapping)
 
 
 def masked_document(data: bytes) -> bytes:

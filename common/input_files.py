@@ -177,6 +177,7 @@ NOT_REGULAR = {
     stat.S_IFBLK: "a block device",
     stat.S_IFIFO: "a named pipe (FIFO)",
     stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
 }
 
 

@@ -15,11 +15,20 @@ Every command that writes a folder (`--out`, `--dest`) claims it first (`claimed
 A folder a claim makes on the way (`build/lab` for `build/lab/predict`) gets no marker: it is not
 the command's, so a file a user puts there later is never replaced.
 
-While the command runs it holds the folder's lock (`common.run_lock`): a second run on the same
-folder is refused, naming the first. A tracking command replaces its files with `replace_files`,
-which removes a file it no longer writes only when its marker lists it and it is still a regular
-file. Nothing else is ever deleted. Every path below the folder is checked on the way
-(`common.confined_paths`): never through a link, never out of the folder.
+While the command runs it holds the folder's lock: `flock` on `.run.lock`, which holds the owner's
+PID, command and start time, so a second run on the same folder is refused, naming the first.
+The kernel releases a flock when its owner dies, however it dies, so a lock file left by a run
+that is gone locks nothing: the next run takes it over and says whose it was. The lock file is
+opened without following a link (`O_NOFOLLOW`), and one that is a link, not a regular file, or a
+file with another name too (a hard link) is refused before a byte of it changes.
+
+A tracking command replaces its files with `replace_files`, which removes a file it no longer
+writes only when its marker lists it and it is still a regular file. Nothing else is ever
+deleted. Every path below the folder is checked on the way (`common.confined_paths`): never
+through a link, never out of the folder.
+
+Over 300 lines: the claim, its marker and its lock are one mechanism (a claim refused leaves
+no marker and no lock; a lock that is not a regular file of ours is refused as a marker is).
 
 Standard library only: the tools, the stages and the lab all use it.
 """
@@ -27,8 +36,12 @@ Standard library only: the tools, the stages and the lab all use it.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
+import os
+import stat
 import sys
+import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,10 +56,10 @@ from common.confined_paths import (
     remove_inside,
     write_inside,
 )
-from common.input_files import MAX_STATE_BYTES, read_json_object
-from common.run_lock import LOCK_FILE, FolderInUse, ForeignLock, RunLock, acquire
+from common.input_files import MAX_STATE_BYTES, NOT_REGULAR, read_json_object
 
 __all__ = [
+    "LOCK_FILE",
     "MARKER_FILE",
     "OWNERSHIP_FILES",
     "OutputFolderError",
@@ -56,6 +69,7 @@ __all__ = [
 ]
 
 MARKER_FILE = ".written-files.json"
+LOCK_FILE = ".run.lock"
 OWNERSHIP_FILES = frozenset({MARKER_FILE, LOCK_FILE})
 """The files a claim adds to a folder: never results, never archived."""
 
@@ -86,7 +100,6 @@ class OwnedFolder:
     writer: str
     listed: frozenset[str] | None
     """The files the marker lists (a tracking writer), or None: the whole folder is the writer's."""
-    lock: RunLock
 
     def replace_files(self, files: Mapping[str, bytes]) -> list[Path]:
         """Write `files` (name -> content) and remove the listed files no longer among them.
@@ -131,32 +144,29 @@ def claimed_folder(
     try:
         folder.mkdir(parents=True, exist_ok=True)
         root = folder.resolve()
-        lock = acquire(root, command or writer)
-    except FolderInUse as error:
-        raise OutputFolderError(
-            f"{option} {folder}: {error}; wait for it to finish or choose another {option}"
-        ) from None
-    except ForeignLock as error:  # a link or a folder where the lock should be: never followed
+        lock = root / LOCK_FILE
+        descriptor, previous = _acquire(lock, command or writer, option)
+    except (OSError, OutputFolderError) as error:
         _remove_empty(made)
-        raise OutputFolderError(f"{option} {folder}: {error}") from None
-    except OSError as error:
-        _remove_empty(made)
-        raise OutputFolderError(
-            f"{option} {folder}: cannot write there ({os_error_reason(error)})"
-        ) from None
+        why = (
+            f"cannot write there ({os_error_reason(error)})"
+            if isinstance(error, OSError)
+            else error
+        )
+        raise OutputFolderError(f"{option} {folder}: {why}") from None
     try:
-        if lock.previous_owner:
-            taken = f"took over the lock of {lock.previous_owner}, which is gone"
+        if previous:
+            taken = f"took over the lock of {previous}, which is gone"
             print(f"{option} {folder}: {taken}", file=sys.stderr)
         if _read_marker(root) is None:  # new, or holding only folders of the writer's
             _write_marker(root, writer, listed)
         with holding(folder):  # by the name given and resolved: a stage writes by either
-            yield OwnedFolder(folder, root, writer, listed, lock)
+            yield OwnedFolder(folder, root, writer, listed)
     except BaseException:
-        lock.release()
+        _release(descriptor, lock)
         _remove_empty(made)  # refused before it wrote anything: leave no trace of the claim
         raise
-    lock.release()
+    _release(descriptor, lock)
 
 
 def _remove_empty(made: list[Path]) -> None:
@@ -173,12 +183,7 @@ def _remove_empty(made: list[Path]) -> None:
             return
 
 
-def _claimable(
-    folder: Path,
-    writer: str,
-    option: str,
-    tracks_files: bool,
-) -> frozenset[str] | None:
+def _claimable(folder: Path, writer: str, option: str, tracks_files: bool) -> frozenset[str] | None:
     """What the marker lists (or will list) when `writer` may claim `folder`; else raises."""
     where = f"{option} {folder}"
     resolved = folder.resolve()
@@ -203,12 +208,7 @@ def _claimable(
         # writer's, only the regular files it lists.
         whole = marker is not None and marker[1] is None and not tracks_files
         listed = (marker[1] if marker is not None else None) or frozenset()
-        foreign = [
-            name
-            for name in names
-            if not whole and not _listed_file(folder, name, listed)
-            and not _writers_own_folder(folder / name, writer)
-        ]  # fmt: skip
+        foreign = [] if whole else [n for n in names if not _writers(folder / n, writer, listed)]
     except OSError as error:
         raise OutputFolderError(f"{where} cannot be read ({os_error_reason(error)})") from None
     if marker is not None and marker[0] != writer:
@@ -225,16 +225,13 @@ def _claimable(
     return listed if tracks_files else None
 
 
-def _listed_file(folder: Path, name: str, listed: frozenset[str]) -> bool:
-    """A file the marker lists, still a regular file (a link or folder there is someone else's)."""
-    return name in listed and (folder / name).is_file() and not (folder / name).is_symlink()
-
-
-def _writers_own_folder(path: Path, writer: str) -> bool:
-    """A real folder (not a link) with the writer's marker: its output, made before this one."""
-    if path.is_symlink() or not path.is_dir():
-        return False
-    marker = _read_marker(path)
+def _writers(path: Path, writer: str, listed: frozenset[str]) -> bool:
+    """A regular file the marker lists, or a real folder with the writer's marker (its output,
+    made before this one); a link, or anything else, is someone else's."""
+    mode = path.lstat().st_mode
+    if stat.S_ISREG(mode):
+        return path.name in listed
+    marker = _read_marker(path) if stat.S_ISDIR(mode) else None
     return marker is not None and marker[0] == writer
 
 
@@ -279,3 +276,82 @@ def _write_marker(folder: Path, writer: str, listed: frozenset[str] | None) -> N
     files = None if listed is None else sorted(listed)
     content = json.dumps({"writer": writer, "files": files}, indent=2) + "\n"
     write_inside(folder, MARKER_FILE, content)
+
+
+def _release(descriptor: int, lock: Path) -> None:
+    try:
+        if _same_file(descriptor, lock):  # never a link put in its place
+            lock.unlink()  # while still held: nobody else can have it yet
+    finally:
+        os.close(descriptor)
+
+
+def _owner(descriptor: int) -> str | None:
+    """`PID 123 (python -m lab up, since 2026-11-30 18:42 UTC)` from a lock file's content."""
+    try:
+        owner = json.loads(os.pread(descriptor, 4096, 0).decode(errors="replace"))
+        return f"PID {int(owner['pid'])} ({owner['command']}, since {owner['since']})"
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def _acquire(path: Path, command: str, option: str) -> tuple[int, str | None]:
+    """The lock file `path` (in a folder that exists), held, and the dead run it took over
+    from; OutputFolderError naming the run that holds it, or the lock file that is not ours.
+    OSError (a read-only or full disk) reaches the caller."""
+    while True:
+        descriptor = _open_own(path)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _owner(descriptor) or "another run"
+            os.close(descriptor)
+            raise OutputFolderError(
+                f"{path.parent} is in use by {holder}; wait for it to finish or choose another "
+                f"{option}"
+            ) from None
+        except BaseException:
+            os.close(descriptor)
+            raise
+        if _same_file(descriptor, path):
+            break
+        os.close(descriptor)  # removed or replaced by the run that just ended: lock the new one
+    try:
+        previous = _owner(descriptor)
+        since = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+        content = json.dumps({"pid": os.getpid(), "command": command, "since": since}) + "\n"
+        os.ftruncate(descriptor, 0)
+        os.pwrite(descriptor, content.encode(), 0)
+    except BaseException:
+        os.close(descriptor)
+        raise
+    return descriptor, previous
+
+
+def _open_own(path: Path) -> int:
+    """The lock file, opened (made when absent) only if it is a regular file of its own name."""
+    flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        descriptor = os.open(path, flags, 0o644)
+    except OSError as error:
+        if error.errno not in (errno.ELOOP, errno.EISDIR):
+            raise
+        what = f"a symbolic link (to {os.readlink(path)})" if path.is_symlink() else "a directory"
+        raise OutputFolderError(f"{path} is {what}, not a lock file of ours: remove it") from None
+    info = os.fstat(descriptor)
+    if not stat.S_ISREG(info.st_mode) or info.st_nlink != 1:
+        os.close(descriptor)
+        what = NOT_REGULAR.get(stat.S_IFMT(info.st_mode), "no file")
+        if stat.S_ISREG(info.st_mode):
+            what = f"a file with {info.st_nlink} names (a hard link to another file)"
+        raise OutputFolderError(f"{path} is {what}, not a lock file of ours: remove it")
+    return descriptor
+
+
+def _same_file(descriptor: int, path: Path) -> bool:
+    """`path` itself (not a link's target) is the file open as `descriptor`."""
+    try:
+        held, named = os.fstat(descriptor), path.lstat()
+    except FileNotFoundError:
+        return False
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)

@@ -74,20 +74,12 @@ def _sweep(folder: Path) -> None:
 
 
 def _reserve(folder: Path, port: int) -> bool:
-    """Create `port-<n>` exclusively; a reservation past RESERVE_SECONDS is stale and replaced."""
-    marker = folder / f"port-{port}"
+    """Create `port-<n>` exclusively (a stale one was swept before)."""
+    flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW
     try:
-        age = time.time() - marker.stat().st_mtime
-    except FileNotFoundError:
-        age = None
-    if age is not None:
-        if age < RESERVE_SECONDS:
-            return False
-        marker.unlink(missing_ok=True)
-    try:
-        os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+        os.close(os.open(folder / f"port-{port}", flags, 0o600))
     except FileExistsError:
-        return False  # another process reserved it between the two steps
+        return False  # reserved by another process, a minute ago or just now
     return True
 
 

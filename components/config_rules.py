@@ -16,18 +16,13 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from common.credentials import credential_kind
+from common.credentials import credential_kind, is_secret_env_name
 from components import k8s_values as k8s
 from components.image_reference import holds_userinfo
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
 _STACK_NAME = rf"({_STACK_SEGMENT}|{_STACK_SEGMENT}/{_STACK_SEGMENT}/{_STACK_SEGMENT})"
 """A stack's short name (`shared`: this stack's organization and project) or `<org>/<project>/<stack>`."""
-_SECRET_ENV_NAME = re.compile(
-    r"(.*[-._])?(TOKEN|API_KEY|SECRET|SECRET_KEY|SECRET_ACCESS_KEY|PASSWORD|PASSWD)",
-    re.IGNORECASE,
-)
-"""NGC_API_KEY, HF_TOKEN, AWS_SECRET_ACCESS_KEY and their kind (not NIM_MAX_NUM_BATCHED_TOKENS)."""
 SHOWN_MAX_CHARACTERS = 60
 """A refusal shows a longer value (or name) by its length only: long values are where secrets
 hide."""
@@ -50,10 +45,10 @@ def shown(text: str) -> str:
     return quoted if len(quoted) <= SHOWN_MAX_CHARACTERS else f"a {len(text)}-character value"
 
 
-def _rule(check: Callable[[str], list[str]]) -> AfterValidator:
+def _rule(check: Callable[[Any], list[str]]) -> AfterValidator:
     """A pydantic validator from a rule that lists problems, as `components.k8s_values` does."""
 
-    def validate(value: str) -> str:
+    def validate(value: Any) -> Any:
         problems = check(value)
         if problems:
             raise ValueError("; ".join(problems))
@@ -102,21 +97,17 @@ def _own_namespace(value: str) -> list[str]:
     problems = k8s.is_dns1123_label(value)
     if not problems and k8s.is_system_namespace(value):
         owned = "default, kube-system, kube-public, kube-node-lease, any kube-*"
-        problem = (
-            f"is a namespace the cluster owns ({owned}): the stack would create, protect or "
-            "adopt it and everything in it; choose one of its own, e.g. cosmos3-nano-reasoner"
-        )
-        return [problem]
+        return [
+            (
+                f"is a namespace the cluster owns ({owned}): the stack would create, protect or "
+                "adopt it and everything in it; choose one of its own, e.g. cosmos3-nano-reasoner"
+            )
+        ]
     return problems
 
 
 def _at_most(limit: int, why: str) -> AfterValidator:
-    def check(value: int) -> int:
-        if value > limit:
-            raise ValueError(f"must be at most {limit}: {why}")
-        return value
-
-    return AfterValidator(check)
+    return _rule(lambda value: [f"must be at most {limit}: {why}"] if value > limit else [])
 
 
 def _registry_server(value: str) -> list[str]:
@@ -144,11 +135,11 @@ def _env_item(item: str) -> list[str]:
     name_problems = k8s.is_env_var_name(name)
     if name_problems:
         return [f"the name before '=' {problem}" for problem in name_problems]
-    if _SECRET_ENV_NAME.fullmatch(name):
+    if is_secret_env_name(name):  # the masker's rule, and the policy pack's
         return [
             (
-                f"{shown(name)} is a secret and must not be plain config (the value is not shown); the "
-                "NGC key comes from the ngcApiKey secret"
+                f"{shown(name)} is a secret and must not be plain config (the value is not shown); "
+                "the NGC key comes from the ngcApiKey secret"
             )
         ]
     return []
@@ -189,12 +180,9 @@ Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
 Image = Annotated[str, _rule(k8s.image_problems)]
 Count = Annotated[int, Field(ge=1, le=k8s.INT32_MAX)]
 """Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
-GpuCount = Annotated[
-    int, Field(ge=0), _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
-]
-WorkerGpus = Annotated[
-    int, Field(ge=1), _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
-]
+_AT_MOST_GPUS = _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
+GpuCount = Annotated[int, Field(ge=0), _AT_MOST_GPUS]
+WorkerGpus = Annotated[int, Field(ge=1), _AT_MOST_GPUS]
 WorkerReplicas = Annotated[
     int,
     Field(ge=1),

@@ -6,6 +6,13 @@ here; tests import `policy.rules` instead. The CLI puts this directory first on 
 the top-level import of `rules`.
 """
 
+import sys
+from pathlib import Path
+
+# The project's root after the pack's own packages: `common`, the standard-library floor the
+# policies share with the program (the one rule of a secret's name, the credential shapes).
+sys.path.append(str(Path(__file__).resolve().parents[1]))
+
 from pulumi_policy import EnforcementLevel, PolicyPack
 from rules import POLICIES
 

@@ -9,12 +9,14 @@ One module per policy, plus `workloads` (reading pod specs and containers). The 
 each other relatively, because this package has two names: `rules` when the CLI runs the pack
 (`policy/__main__.py`, with `policy/` first on sys.path) and `policy.rules` in the tests.
 
-Self-contained on purpose: the CLI runs the pack in its own virtualenv (`policy/requirements.txt`,
-pulumi-policy only), so nothing here imports the program. Tests call each policy's `validate`
-with `ResourceValidationArgs` built from the program's real inputs under mocks.
+The CLI runs the pack in its own virtualenv (`policy/requirements.txt`, pulumi-policy only), so
+nothing here imports the program: only `common`, standard library alone (`policy/__main__.py` puts
+the project's root on sys.path), for the masker's rule of a secret's name and its credential
+shapes. Tests call each policy's `validate` with `ResourceValidationArgs` built from the
+program's real inputs under mocks.
 """
 
-from .gpus import GPU, gpus_per_worker, worker_gpus
+from .gpus import worker_gpus
 from .images import image_is_pinned, images_pinned
 from .model_cache import model_cache
 from .plain_secrets import looks_secret, no_plain_secrets
@@ -27,29 +29,23 @@ from .workloads import (
     JOB,
     SECRET,
     containers,
-    dotted,
-    pod_specs,
     worker_main_containers,
 )
 
 __all__ = [
     "CLAIM",
     "CONFIG_MAP",
-    "GPU",
     "GRAPH",
     "JOB",
     "POLICIES",
     "SECRET",
     "containers",
-    "dotted",
-    "gpus_per_worker",
     "graph_readiness",
     "image_is_pinned",
     "images_pinned",
     "looks_secret",
     "model_cache",
     "no_plain_secrets",
-    "pod_specs",
     "resource_requests",
     "worker_gpus",
     "worker_main_containers",

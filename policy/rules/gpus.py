@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    PolicyConfigSchema,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import PolicyConfigSchema, ReportViolation, ResourceValidationArgs
 
-from .workloads import GRAPH, dotted, get_at, worker_main_containers
+from .workloads import GRAPH, dotted, get_at, mandatory, worker_main_containers
 
 GPU = "nvidia.com/gpu"
 DEFAULT_GPUS_PER_WORKER = 1
@@ -34,7 +28,21 @@ def _gpu_count(resources: Any, side: str) -> int | None:
     return None
 
 
-def check_worker_gpus(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+@mandatory(
+    "worker-gpus-exact",
+    f"Each worker's main container requests and limits exactly the configured {GPU} count.",
+    config_schema=PolicyConfigSchema(
+        properties={
+            "gpusPerWorker": {
+                "type": "integer",
+                "minimum": 1,
+                "default": DEFAULT_GPUS_PER_WORKER,
+                "description": "GPUs each worker must request (the stack's workerGpus).",
+            }
+        }
+    ),
+)
+def worker_gpus(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     if args.resource_type != GRAPH:
         return
     wanted = gpus_per_worker(args)
@@ -54,21 +62,3 @@ def check_worker_gpus(args: ResourceValidationArgs, report_violation: ReportViol
                 "in the policy config when the stack's workerGpus differs",
                 None,
             )
-
-
-worker_gpus = ResourceValidationPolicy(
-    name="worker-gpus-exact",
-    description=f"Each worker's main container requests and limits exactly the configured {GPU} count.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    config_schema=PolicyConfigSchema(
-        properties={
-            "gpusPerWorker": {
-                "type": "integer",
-                "minimum": 1,
-                "default": DEFAULT_GPUS_PER_WORKER,
-                "description": "GPUs each worker must request (the stack's workerGpus).",
-            }
-        }
-    ),
-    validate=check_worker_gpus,
-)

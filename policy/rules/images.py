@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from .workloads import containers, dotted
+from .workloads import containers, dotted, mandatory
 
 
 def image_is_pinned(image: str) -> bool:
@@ -21,7 +16,11 @@ def image_is_pinned(image: str) -> bool:
     return bool(colon and tag) and tag != "latest"
 
 
-def check_images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+@mandatory(
+    "images-pinned",
+    "Every container of Jobs and of the DynamoGraphDeployment names a version tag or digest.",
+)
+def images_pinned(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for path, container in containers(args.resource_type, args.props):
         image = container.get("image")
         if not isinstance(image, str) or not image_is_pinned(image):
@@ -30,11 +29,3 @@ def check_images_pinned(args: ResourceValidationArgs, report_violation: ReportVi
                 "(not `latest`) or a digest, so every node runs the image that was reviewed",
                 None,
             )
-
-
-images_pinned = ResourceValidationPolicy(
-    name="images-pinned",
-    description="Every container of Jobs and of the DynamoGraphDeployment names a version tag or digest.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_images_pinned,
-)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from .workloads import CLAIM, entries, get_at, mandatory
+
+
+@mandatory(
+    "model-cache-rwx-protected",
+    "The model cache PersistentVolumeClaim is ReadWriteMany and protected.",
 )
-
-from .workloads import CLAIM, entries, get_at
-
-
-def check_model_cache(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+def model_cache(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     """Every claim this program creates is the model cache: shared by all workers, and expensive
     to lose (a multi-GB download), so ReadWriteMany and protected from delete and replacement."""
     if args.resource_type != CLAIM:
@@ -29,11 +28,3 @@ def check_model_cache(args: ResourceValidationArgs, report_violation: ReportViol
             "would delete the downloaded weights",
             None,
         )
-
-
-model_cache = ResourceValidationPolicy(
-    name="model-cache-rwx-protected",
-    description="The model cache PersistentVolumeClaim is ReadWriteMany and protected.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_model_cache,
-)

@@ -1,37 +1,37 @@
 """no-plain-secrets: credentials reach workloads only through Secrets.
 
-Secret-looking env (by name or by value) must come from `valueFrom.secretKeyRef`; a Secret holds
+Secret-looking env must come from `valueFrom.secretKeyRef`: by name, the masker's rule
+(`common.credential_names`: NGC_API_KEY, HF_TOKEN, DB_PASSWORD; not MAX_TOKENS or KEYWORDS), and
+by value, any credential the masker knows by its shape (`common.credentials`); a Secret holds
 its values only in data/stringData (which Pulumi keeps secret in its state); a ConfigMap, plain
 text everywhere, holds no secret-looking key."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from common.credentials import credential_kind, is_secret_env_name
+
+from .workloads import (
+    CONFIG_MAP,
+    GRAPH,
+    SECRET,
+    PropPath,
+    containers,
+    dotted,
+    entries,
+    get_at,
+    mandatory,
 )
 
-from .workloads import CONFIG_MAP, GRAPH, SECRET, PropPath, containers, dotted, entries, get_at
-
-SECRET_WORDS = ("KEY", "TOKEN", "PASSWORD", "PASSWD", "SECRET", "CREDENTIAL", "CREDENTIALS")
-"""A name looks secret when one of its words (split at `_`, `-`, `.`) is or ends with one of these:
-NGC_API_KEY, HF_TOKEN, APIKEY, DB_PASSWORD match; MAX_TOKENS and KEYWORDS do not."""
-SECRET_VALUE_SHAPES = (re.compile(r"^nvapi-"),)
-"""Values that are credentials whatever their name: an NGC API key."""
+looks_secret = is_secret_env_name
+"""The masker's rule of a secret's name (`common.credential_names`), the pack's too."""
 SECRET_FIELDS = frozenset(
     {"apiVersion", "kind", "metadata", "type", "data", "stringData", "immutable"}
 )
-
-
-def looks_secret(name: str) -> bool:
-    words = re.split(r"[_.\-]", name.upper())
-    return any(word.endswith(secret) for word in words for secret in SECRET_WORDS)
 
 
 def _plain_secret_env(env: Any, path: PropPath) -> Iterator[str]:
@@ -44,8 +44,8 @@ def _plain_secret_env(env: Any, path: PropPath) -> Iterator[str]:
             value is not None or get_at(entry, ("valueFrom", "secretKeyRef")) is None
         ):
             yield f"{where}: {name} looks secret, so its value must come from valueFrom.secretKeyRef"
-        elif isinstance(value, str) and any(shape.match(value) for shape in SECRET_VALUE_SHAPES):
-            yield f"{where}: {name}'s value is a credential; put it in a Secret and use valueFrom.secretKeyRef"
+        elif isinstance(value, str) and (kind := credential_kind(value)):
+            yield f"{where}: {name}'s value holds {kind}; put it in a Secret and use valueFrom.secretKeyRef"
 
 
 def _workload_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
@@ -55,7 +55,8 @@ def _workload_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
         yield from _plain_secret_env(get_at(args.props, ("spec", "env")), ("spec", "env"))
 
 
-def _secret_resource_problems(props: Mapping[str, Any]) -> Iterator[str]:
+def _secret_resource_problems(args: ResourceValidationArgs) -> Iterator[str]:
+    props = args.props
     for field in sorted(set(props) - SECRET_FIELDS):
         yield f"{field}: a Secret carries its values only in data/stringData (secret in Pulumi state)"
     for kind in ("annotations", "labels"):
@@ -67,29 +68,18 @@ def _secret_resource_problems(props: Mapping[str, Any]) -> Iterator[str]:
                 yield f'metadata.{kind}["{name}"]: plain text in state and in `kubectl get`; keep secrets in data'
 
 
-def _config_map_problems(props: Mapping[str, Any]) -> Iterator[str]:
+def _config_map_problems(args: ResourceValidationArgs) -> Iterator[str]:
     for field in ("data", "binaryData"):
-        for key in get_at(props, (field,)) or {}:
+        for key in get_at(args.props, (field,)) or {}:
             if looks_secret(str(key)):
                 yield f'{field}["{key}"]: looks secret; a ConfigMap is plain text: use a Secret'
 
 
-def _plain_secret_problems(args: ResourceValidationArgs) -> Iterator[str]:
-    if args.resource_type == SECRET:
-        return _secret_resource_problems(args.props)
-    if args.resource_type == CONFIG_MAP:
-        return _config_map_problems(args.props)
-    return _workload_secret_problems(args)
-
-
-def check_no_plain_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
-    for problem in _plain_secret_problems(args):
-        report_violation(problem, None)
-
-
-no_plain_secrets = ResourceValidationPolicy(
-    name="no-plain-secrets",
-    description="Secret-looking env comes from secretKeyRef; Secrets hold values only in data/stringData.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_no_plain_secrets,
+@mandatory(
+    "no-plain-secrets",
+    "Secret-looking env comes from secretKeyRef; Secrets hold values only in data/stringData.",
 )
+def no_plain_secrets(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+    problems = {SECRET: _secret_resource_problems, CONFIG_MAP: _config_map_problems}
+    for problem in problems.get(args.resource_type, _workload_secret_problems)(args):
+        report_violation(problem, None)

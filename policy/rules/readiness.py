@@ -15,21 +15,23 @@ from __future__ import annotations
 
 import re
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
-)
+from pulumi_policy import ReportViolation, ResourceValidationArgs
 
-from .workloads import GRAPH, JOB, get_at
+from .workloads import GRAPH, JOB, get_at, mandatory
 
 WAIT_FOR = "pulumi.com/waitFor"
 SKIP_AWAIT = "pulumi.com/skipAwait"
 REPLACE_UNREADY = "pulumi.com/replaceUnready"
 
 
-def check_graph_readiness(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
+@mandatory(
+    "graph-readiness-wait",
+    (
+        "The DynamoGraphDeployment is awaited (by the provider with a create timeout, or by the "
+        "program); the download Job carries no replaceUnready and no skipAwait."
+    ),
+)
+def graph_readiness(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     annotations = get_at(args.props, ("metadata", "annotations")) or {}
     skip = str(annotations.get(SKIP_AWAIT, "")).lower() == "true"
     if args.resource_type == JOB:
@@ -55,14 +57,3 @@ def check_graph_readiness(args: ResourceValidationArgs, report_violation: Report
             "take many minutes; the default is 10 minutes)",
             None,
         )
-
-
-graph_readiness = ResourceValidationPolicy(
-    name="graph-readiness-wait",
-    description=(
-        "The DynamoGraphDeployment is awaited (by the provider with a create timeout, or by the "
-        "program); the download Job carries no replaceUnready and no skipAwait."
-    ),
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_graph_readiness,
-)

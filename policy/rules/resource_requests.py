@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-from pulumi_policy import (
-    EnforcementLevel,
-    ReportViolation,
-    ResourceValidationArgs,
-    ResourceValidationPolicy,
+from pulumi_policy import ReportViolation, ResourceValidationArgs
+
+from .workloads import containers, dotted, get_at, mandatory
+
+
+@mandatory(
+    "resource-requests-set",
+    "Every container of Jobs and of the DynamoGraphDeployment requests cpu and memory.",
 )
-
-from .workloads import containers, dotted, get_at
-
-
-def check_resource_requests(
-    args: ResourceValidationArgs, report_violation: ReportViolation
-) -> None:
+def resource_requests(args: ResourceValidationArgs, report_violation: ReportViolation) -> None:
     for path, container in containers(args.resource_type, args.props):
         requests = get_at(container, ("resources", "requests")) or {}
         missing = [resource for resource in ("cpu", "memory") if resource not in requests]
@@ -24,11 +21,3 @@ def check_resource_requests(
                 f"sets no {' or '.join(missing)} request; the scheduler needs them to place it",
                 None,
             )
-
-
-resource_requests = ResourceValidationPolicy(
-    name="resource-requests-set",
-    description="Every container of Jobs and of the DynamoGraphDeployment requests cpu and memory.",
-    enforcement_level=EnforcementLevel.MANDATORY,
-    validate=check_resource_requests,
-)

@@ -1,4 +1,5 @@
-"""Reading the resources the policies check: resource types, and where pod specs and containers sit.
+"""Reading the resources the policies check: resource types, and where pod specs and containers
+sit; `mandatory`, which makes a check one of the pack's policies.
 
 Props are the engine's view of a resource's inputs (camelCase wire names); every reader here
 tolerates missing or mistyped fields, which are the schema checks' business, not the policies'.
@@ -6,8 +7,15 @@ tolerates missing or mistyped fields, which are the schema checks' business, not
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+
+from pulumi_policy import (
+    EnforcementLevel,
+    ReportViolation,
+    ResourceValidationArgs,
+    ResourceValidationPolicy,
+)
 
 JOB = "kubernetes:batch/v1:Job"
 GRAPH = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
@@ -28,8 +36,22 @@ POD_TEMPLATE_KINDS = {
 WORKER_TYPES = ("worker", "prefill", "decode")
 MAIN_CONTAINER = "main"
 
+Check = Callable[[ResourceValidationArgs, ReportViolation], None]
 PropPath = tuple[str | int, ...]
 """Where a value sits in the props: ("spec", "components", 1, "podTemplate")."""
+
+
+def mandatory(
+    name: str, description: str, **options: Any
+) -> Callable[[Check], ResourceValidationPolicy]:
+    """The decorated check as a policy of the pack: every one is mandatory (a violation fails
+    the preview or stops the update)."""
+
+    def policy(check: Check) -> ResourceValidationPolicy:
+        level = EnforcementLevel.MANDATORY
+        return ResourceValidationPolicy(name, description, check, level, **options)
+
+    return policy
 
 
 def dotted(path: PropPath) -> str:

@@ -1,5 +1,5 @@
 """Own only what you wrote, by construction (issue 30, family `owned`): the output folders and
-their lock (`common.output_folders`, `common.run_lock`, `common.confined_paths`) against a
+their lock (`common.output_folders`, `common.confined_paths`) against a
 marker that lists names outside the folder, links where a writer writes, a lock file that is a
 link, and a folder a claim made for a parent. A user's home is planted beside every folder
 (`tests.planted`); afterwards each of its files has its bytes, and a refusal names the path.
@@ -23,8 +23,7 @@ from common.confined_paths import (
     write_file,
     write_inside,
 )
-from common.output_folders import MARKER_FILE, OutputFolderError, claimed_folder
-from common.run_lock import LOCK_FILE
+from common.output_folders import LOCK_FILE, MARKER_FILE, OutputFolderError, claimed_folder
 from tests.planted import FAMILY, UserHome, snapshot
 from tests.tally import no_hang, record
 

@@ -1,4 +1,4 @@
-"""Output folders (`common.output_folders`, `common.run_lock`): a command writes only its
+"""Output folders (`common.output_folders`): a command writes only its
 own files, refuses a folder holding anyone else's, and runs once per folder at a time.
 
 Generated folder states (a user's files among a writer's, a foreign marker, links that point out
@@ -26,11 +26,11 @@ from hypothesis import strategies as st
 
 from common import REPO_ROOT
 from common.output_folders import (
+    LOCK_FILE,
     MARKER_FILE,
     OutputFolderError,
     claimed_folder,
 )
-from common.run_lock import LOCK_FILE
 from tests.tally import flag, record
 
 FAMILY = "user files (output folders)"

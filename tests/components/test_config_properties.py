@@ -235,7 +235,7 @@ LABEL_KEY = st.one_of(NAME, st.tuples(SUBDOMAIN, NAME).map("/".join))
 LABEL_VALUE = st.one_of(st.just(""), NAME)
 QUANTITY = st.from_regex(r"\A[1-9][0-9]{0,3}(\.[0-9]{1,3})?(Ki|Mi|Gi|Ti|m|k|M|G|T|e[0-9])?\Z")
 ENV_NAME = st.from_regex(r"\A[A-Z_][A-Z0-9_]{0,12}\Z").filter(
-    lambda n: not re.search(r"TOKEN$|KEY$|SECRET|PASSW", n)
+    lambda n: not re.search(r"TOKEN|KEY($|_)|SECRET|PASS|CREDENTIAL|_(PWD|AUTH|PAT)$", n)
 )
 ENV_VALUE = st.text(max_size=12).map(lambda v: f"{MARK}{v}")
 

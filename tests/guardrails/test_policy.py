@@ -27,8 +27,11 @@ from pulumi_policy import (
     ResourceValidationPolicy,
 )
 from pulumi_policy.proxy import unknown_checking_proxy
+from pydantic import TypeAdapter, ValidationError
 
 from common import REPO_ROOT
+from common.credentials import mask
+from components.config_rules import ExtraEnv
 from policy import rules
 from tests.support import NGC_KEY
 from tools.offline import ProgramRun, Registered
@@ -275,6 +278,29 @@ def test_secret_looking_config_map_key_is_refused(run_stack: RunStack) -> None:
     assert message.startswith('data["hf-token"]: looks secret')
 
 
+SECRET_NAMES = {
+    **dict.fromkeys(["NGC_API_KEY", "HF_TOKEN", "hf-token", "PGPASSWORD", "DB_PASS"], True),
+    **dict.fromkeys(["MYSQL_PWD", "SSHKEY", "db.password", "AWS_SECRET_ACCESS_KEY"], True),
+    **dict.fromkeys(["MAX_TOKENS", "KEYWORDS", "TIKTOKEN_CACHE_DIR", "PWD", "log-level"], False),
+}
+
+
+@pytest.mark.parametrize(("name", "secret"), SECRET_NAMES.items())
+def test_the_pack_the_config_and_the_masker_agree_on_a_secrets_name(
+    name: str, secret: bool
+) -> None:
+    """One rule (`common.credential_names`): what the pack refuses as plain, stack config refuses
+    in workerExtraEnv and the masker hides."""
+    try:
+        TypeAdapter(ExtraEnv).validate_python([f"{name}=s3cr3t-value"])
+        refused = False
+    except ValidationError as error:
+        refused = "is a secret" in str(error)
+    entry = f'{{"name": "{name}", "value": "s3cr3t-value"}}'
+    masked = mask(entry) != entry
+    assert (rules.looks_secret(name), refused, masked) == (secret, secret, secret)
+
+
 # --- graph-readiness-wait ------------------------------------------------------------------------
 
 
@@ -367,10 +393,18 @@ def test_pack_lists_every_policy_once() -> None:
 
 PACK_IMPORTS = {"__future__", "collections", "re", "typing", "pulumi_policy"}
 """What the pack's modules may import (besides each other): its venv has pulumi-policy only."""
+FLOOR_IMPORTS = {"base64", "binascii", "contextlib", "io", "json", "pathlib", "sys"}
+"""What the common floor's modules the pack imports may import too (the standard library):
+`policy/__main__.py` puts the project's root on sys.path for them."""
 
 
 def test_pack_modules_import_only_the_sdk_the_stdlib_and_each_other() -> None:
-    for path in sorted((POLICY_DIR / "rules").glob("*.py")):
+    pending = sorted((POLICY_DIR / "rules").glob("*.py"))
+    seen: set[Path] = set()
+    while pending:
+        path = pending.pop()
+        seen.add(path)
+        allowed = PACK_IMPORTS if path.parent.name == "rules" else PACK_IMPORTS | FLOOR_IMPORTS
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
@@ -378,8 +412,13 @@ def test_pack_modules_import_only_the_sdk_the_stdlib_and_each_other() -> None:
                 names = [str(node.module)]
             else:
                 continue  # relative imports: the package's own modules
-            outside = {name.split(".")[0] for name in names} - PACK_IMPORTS
+            floor = [
+                REPO_ROOT.joinpath(*name.split(".")) for name in names if name[:7] == "common."
+            ]
+            pending += [file for module in floor if (file := module.with_suffix(".py")) not in seen]
+            outside = {name.split(".")[0] for name in names} - allowed - {"common"}
             assert not outside, f"{path.name} imports {outside}: the CLI's pack venv lacks them"
+    assert REPO_ROOT / "common" / "credential_names.py" in seen
 
 
 def test_pack_starts_the_way_the_cli_runs_it() -> None:
