@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
+from stages.cluster.manifests import RUN_ID_LABEL
 from stages.core.pod_log import LogEcho, PodRun
 from stages.errors import PodNotStarted, StageFailed, TimedOut
 
@@ -70,12 +71,15 @@ class JobRunner:
         self.clock = (timer or Timer()).clock
         self.sleep = (timer or Timer()).sleep
 
-    def run(self, manifests: list[Manifest], pod_selector: str) -> PodRun:
-        """Replace, create, and wait for the Job among `manifests`; raises on timeout/no start."""
-        job = next(m["metadata"]["name"] for m in manifests if m["kind"] == "Job")
+    def run(self, manifests: list[Manifest]) -> PodRun:
+        """Replace, create, and wait for the Job among `manifests` and its pod (of this run id);
+        raises on timeout/no start."""
+        manifest = next(m for m in manifests if m["kind"] == "Job")
+        job = manifest["metadata"]["name"]
+        run_id = manifest["spec"]["template"]["metadata"]["labels"][RUN_ID_LABEL]
         self.replace(manifests)
         try:
-            return self.wait(job, pod_selector)
+            return self.wait(job, f"{RUN_ID_LABEL}={run_id}")
         except KeyboardInterrupt:
             self.say(f"interrupted: deleting Job {job}")
             self.api.delete("Job", job)

@@ -47,23 +47,18 @@ class KubernetesApi:
             raise ClusterUnreachable(f"{error}; pass --kubeconfig/--context") from None
         return cls(namespace, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
 
+    def _call(self, verb: str, kind: str) -> Callable[..., Any]:
+        """`create_namespaced_job`, `read_namespaced_secret`, ... of the client for `kind`."""
+        client = self.batch if kind == "Job" else self.core
+        return getattr(client, f"{verb}_namespaced_{_KIND_NAMES[kind]}")  # type: ignore[no-any-return]
+
     def create(self, manifest: Manifest) -> None:
         kind, name = manifest["kind"], manifest["metadata"]["name"]
-        create = {
-            "Secret": self.core.create_namespaced_secret,
-            "ConfigMap": self.core.create_namespaced_config_map,
-            "Service": self.core.create_namespaced_service,
-            "Job": self.batch.create_namespaced_job,
-        }[kind]
+        create = self._call("create", kind)
         self._raw(f"create {kind} {name}", lambda **raw: create(self.namespace, manifest, **raw))
 
     def delete(self, kind: str, name: str) -> None:
-        delete = {
-            "Secret": self.core.delete_namespaced_secret,
-            "ConfigMap": self.core.delete_namespaced_config_map,
-            "Service": self.core.delete_namespaced_service,
-            "Job": self.batch.delete_namespaced_job,
-        }[kind]
+        delete = self._call("delete", kind)
         self._raw(
             f"delete {kind} {name}",
             lambda **raw: delete(name, self.namespace, propagation_policy="Foreground", **raw),
@@ -71,12 +66,7 @@ class KubernetesApi:
         )
 
     def exists(self, kind: str, name: str) -> bool:
-        read = {
-            "Secret": self.core.read_namespaced_secret,
-            "ConfigMap": self.core.read_namespaced_config_map,
-            "Service": self.core.read_namespaced_service,
-            "Job": self.batch.read_namespaced_job,
-        }[kind]
+        read = self._call("read", kind)
         found = self._raw(
             f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
         )
@@ -163,6 +153,7 @@ def stage_context(outputs_context: str | None, option: str | None) -> str:
     return context
 
 
+_KIND_NAMES = {"Secret": "secret", "ConfigMap": "config_map", "Service": "service", "Job": "job"}
 NOT_FOUND = frozenset({404})
 WAITING_TO_START = frozenset({400})
 REQUEST_TIMEOUT_SECONDS = 60

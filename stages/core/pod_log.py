@@ -7,8 +7,10 @@ shows it as it grows with each export as one line, and `PodRun` is how the run e
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TextIO
 
 from stages.incluster.log_exports import EXPORT_BEGIN, EXPORT_END
 
@@ -51,6 +53,16 @@ def without_export_bodies(lines: list[str]) -> list[str]:
         elif not in_export:
             kept.append(line)
     return kept
+
+
+def printer(prefix: str, stream: TextIO | None = None) -> Callable[[str], None]:
+    """A stage's `say`: each line `[prefix] ...` on `stream` (stderr when None), flushed."""
+    target = stream or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"[{prefix}] {message}", file=target, flush=True)
+
+    return say
 
 
 class LogEcho:

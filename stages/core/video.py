@@ -10,7 +10,8 @@ from pathlib import Path
 
 DURATION_SECONDS = 30
 FRAMES_PER_SECOND = 2
-SIZE = "640x360"
+WIDTH, HEIGHT = 640, 360
+SIZE = f"{WIDTH}x{HEIGHT}"
 
 
 def ffmpeg_args(out: Path, pattern: str = "testsrc") -> list[str]:
@@ -28,6 +29,9 @@ def ffmpeg_args(out: Path, pattern: str = "testsrc") -> list[str]:
 _PALETTE = ("red", "yellow", "cyan", "magenta", "white", "black", "orange", "lime")
 _BOX = 64
 _BOX_STEP = 8
+_COLUMNS = (WIDTH - _BOX) // _BOX_STEP + 1
+DISTINCT_VIDEOS = _COLUMNS * ((HEIGHT - _BOX) // _BOX_STEP + 1)
+"""How many distinct videos `distinct_video_args` makes: one per position of its box."""
 
 
 def distinct_video_args(out: str, index: int) -> list[str]:
@@ -37,12 +41,9 @@ def distinct_video_args(out: str, index: int) -> list[str]:
     Every video id must have different pixels: a worker's multimodal cache keys on the media's
     content, so two ids with identical frames would make a "new" video a cache hit.
     """
-    width, height = (int(part) for part in SIZE.split("x"))
-    columns = (width - _BOX) // _BOX_STEP + 1
-    rows = (height - _BOX) // _BOX_STEP + 1
-    if not 0 <= index < columns * rows:
-        raise ValueError(f"at most {columns * rows} distinct synthetic videos, asked for #{index}")
-    x, y = _BOX_STEP * (index % columns), _BOX_STEP * (index // columns)
+    if not 0 <= index < DISTINCT_VIDEOS:
+        raise ValueError(f"at most {DISTINCT_VIDEOS} distinct synthetic videos, asked for #{index}")
+    x, y = _BOX_STEP * (index % _COLUMNS), _BOX_STEP * (index // _COLUMNS)
     colour = _PALETTE[index % len(_PALETTE)]
     box = f"drawbox=x={x}:y={y}:w={_BOX}:h={_BOX}:color={colour}@1:t=fill"
     args = ffmpeg_args(Path(out))

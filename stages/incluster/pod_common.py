@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -65,26 +64,35 @@ def listed_models(models_url: str) -> set[str]:
     return {str(entry.get("id")) for entry in body.get("data", []) if isinstance(entry, dict)}
 
 
+def _poll(attempt: Callable[[], str | None], timeout_seconds: float, interval: float) -> str | None:
+    """Call `attempt` until it finds nothing missing (None), bounded; otherwise what it said was
+    missing (or the error it raised) the last time."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            missing = attempt()
+        except (OSError, ValueError) as error:
+            missing = f"{type(error).__name__}: {error}"
+        if missing is None or time.monotonic() + interval > deadline:
+            return missing
+        time.sleep(interval)
+
+
 def wait_for_model(
     models_url: str, model: str, timeout_seconds: float, interval: float = 5.0
 ) -> None:
     """Poll `/v1/models` until it lists `model`, like the recipes' readiness gate; bounded."""
-    deadline = time.monotonic() + timeout_seconds
-    last = "no answer yet"
-    while True:
-        try:
-            models = listed_models(models_url)
-            if model in models:
-                say(f"frontend lists {model}")
-                return
-            last = f"it lists {sorted(models) or 'no model'}"
-        except (OSError, ValueError) as error:
-            last = f"{type(error).__name__}: {error}"
-        if time.monotonic() + interval > deadline:
-            raise PodFrontendNotReady(
-                f"{models_url} did not list {model} within {timeout_seconds:.0f} s ({last})"
-            )
-        time.sleep(interval)
+
+    def listed() -> str | None:
+        models = listed_models(models_url)
+        return None if model in models else f"it lists {sorted(models) or 'no model'}"
+
+    missing = _poll(listed, timeout_seconds, interval)
+    if missing:
+        raise PodFrontendNotReady(
+            f"{models_url} did not list {model} within {timeout_seconds:.0f} s ({missing})"
+        )
+    say(f"frontend lists {model}")
 
 
 # --- videos ------------------------------------------------------------------------------------
@@ -150,28 +158,24 @@ class MediaServer:
         self.thread.join(timeout=5)
 
 
-def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -> int:
-    """Fetch `url` until it answers 200 with content; returns its size.
+def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -> None:
+    """Fetch `url` until it answers 200 with content.
 
     In the cluster the URL goes through the media Service, so this also waits until the Service
     routes to this pod (the pod must be Ready and the endpoints propagated): what the workers will
     fetch is proven fetchable before the first request.
     """
-    deadline = time.monotonic() + timeout_seconds
-    last = "no answer yet"
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_SECONDS) as response:
-                size = len(response.read())
-            if size:
-                say(f"{url} serves {size} bytes")
-                return size
-            last = "an empty body"
-        except (OSError, ValueError) as error:
-            last = f"{type(error).__name__}: {error}"
-        if time.monotonic() + interval > deadline:
-            raise PodFailure(f"{url} was not served within {timeout_seconds:.0f} s ({last})")
-        time.sleep(interval)
+
+    def fetched() -> str | None:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            size = len(response.read())
+        if size:
+            say(f"{url} serves {size} bytes")
+        return None if size else "an empty body"
+
+    missing = _poll(fetched, timeout_seconds, interval)
+    if missing:
+        raise PodFailure(f"{url} was not served within {timeout_seconds:.0f} s ({missing})")
 
 
 def run_pod_program(

@@ -30,7 +30,7 @@ from common.credentials import mask
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from stages.core.aiperf import NEW_CONNECTIONS
-from stages.core.pod_log import LogEcho, PodRun
+from stages.core.pod_log import LogEcho, PodRun, printer
 from stages.core.pod_plans import (
     PERF_PLAN,
     SMOKE_CONFIG,
@@ -108,15 +108,6 @@ def require_listening(outputs: StackOutputs) -> None:
         ) from None
 
 
-def _printer(stage: str, stream: TextIO | None) -> Callable[[str], None]:
-    target = stream or sys.stderr
-
-    def say(message: str) -> None:
-        print(f"[{stage} lab] {message}", file=target, flush=True)
-
-    return say
-
-
 def run_program(
     entry: str, config: tuple[str, bytes], work_dir: Path, say: Callable[[str], None]
 ) -> PodRun:
@@ -178,7 +169,9 @@ def run_local_smoke(
     )
     config = smoke_pod_config(outputs, f"http://{LOOPBACK}:{port}", place, model_wait_seconds)
     content = (json.dumps(config, indent=2) + "\n").encode()
-    run = run_program("smoke_pod.py", (SMOKE_CONFIG, content), work_dir, _printer("smoke", stream))
+    run = run_program(
+        "smoke_pod.py", (SMOKE_CONFIG, content), work_dir, printer("smoke lab", stream)
+    )
     return smoke_verdict(run)
 
 
@@ -211,7 +204,7 @@ def run_local_perf(
         write_dataset(rows, dataset_path(place, concurrency))
     content = gzip.compress(json.dumps(plan).encode(), mtime=0)
     with HostSampler() as host:
-        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, _printer("perf", stream))
+        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, printer("perf lab", stream))
     if conditions is not None:
         conditions = conditions.model_copy(update={"sweep": host.load()})
     return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG, conditions)

@@ -40,13 +40,12 @@ from stages.cluster.run import (
     CLUSTER_TOKENIZER,
     ClusterOptions,
     check_cluster_workload,
-    distinct_video_limit,
     perf_objects,
 )
 from stages.core.aiperf import AIPERF_VERSION, aiperf_environment, aiperf_profile_args
 from stages.core.pod_plans import PlanSettings, PodPlace, smoke_pod_config
 from stages.core.smoke import smoke_request_body
-from stages.core.video import distinct_video_args
+from stages.core.video import DISTINCT_VIDEOS, distinct_video_args
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
 from tests.stages.cluster.fakes import REPO, cluster_outputs
@@ -307,7 +306,7 @@ def test_a_sweep_the_cluster_cannot_run_is_refused_before_it_is_built(
 
 
 def test_the_video_limit_is_the_generators() -> None:
-    limit = distinct_video_limit()
+    limit = DISTINCT_VIDEOS
 
     assert distinct_video_args("/tmp/x.mp4", limit - 1)
     with pytest.raises(ValueError, match=f"at most {limit} distinct"):
