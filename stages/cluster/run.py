@@ -24,8 +24,7 @@ from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
 from stages.cluster.kubernetes_api import KubernetesApi, stage_context
-from stages.cluster.manifests import PERF_JOB
-from stages.cluster.pod_template import POD_IMAGE, JobSettings
+from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
 from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
 from stages.core.pod_log import PodRun, printer
 from stages.core.pod_plans import PlanSettings

@@ -24,17 +24,15 @@ from policy.rules import image_is_pinned, looks_secret
 from stages.archive.push import find_secret
 from stages.cluster import manifests as cluster_jobs
 from stages.cluster.manifests import (
+    IMAGEIO_FFMPEG,
     PERF_JOB,
     SMOKE_JOB,
-    perf_manifests,
-    pod_files,
-    smoke_manifests,
-)
-from stages.cluster.pod_template import (
-    IMAGEIO_FFMPEG,
     JobSettings,
     check_pip_index_url,
     has_credentials,
+    perf_manifests,
+    pod_files,
+    smoke_manifests,
 )
 from stages.cluster.run import (
     CLUSTER_TOKENIZER,
