@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
 from stages.cluster.manifests import RUN_ID_LABEL
-from stages.core.pod_log import LogEcho, PodRun
+from stages.core.verdicts import LogEcho, PodRun
 from stages.errors import PodNotStarted, StageFailed, TimedOut
 
 PERMANENT_START_FAILURES = frozenset(

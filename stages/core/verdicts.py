@@ -1,4 +1,9 @@
-"""What a pod program's run means: the smoke answer, or the sweep's results. Same for every target.
+"""A pod program's run, its log, and what it means: the smoke answer, or the sweep's results. The
+same wherever it ran (a Job's pod on a cluster, or a local process).
+
+The pod programs (`stages.incluster`) print progress lines, and for perf the AIPerf exports framed
+in the log (`log_exports.export_lines`). `LogEcho` shows the log as it grows, each export as one
+line; `PodRun` is how the run ended. Then:
 
 - smoke passes when the program succeeded AND its last line starts with `Smoke test passed`;
 - perf passes when the program succeeded and every level's AIPerf export decodes from the log;
@@ -10,7 +15,11 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import ValidationError
 
@@ -18,13 +27,82 @@ from common.confined_paths import remove_file, write_file
 from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
-from stages.core.pod_log import PodRun
 from stages.core.refusals import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
-from stages.incluster.log_exports import ExportFormatError, decode_exports
+from stages.incluster.log_exports import EXPORT_BEGIN, EXPORT_END, ExportFormatError, decode_exports
+
+LOG_TAIL_LINES = 25
+
+
+@dataclass(frozen=True)
+class PodRun:
+    """How a pod program's run ended and what it printed."""
+
+    what: str
+    """Where it ran, for messages: `Job cosmos3-nano-reasoner-smoke`, `the local perf program`."""
+    succeeded: bool
+    log: str
+    failure: str | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.log.splitlines() if line.strip()]
+
+    @property
+    def last_line(self) -> str:
+        return self.lines[-1] if self.lines else ""
+
+    def tail(self, count: int = LOG_TAIL_LINES) -> str:
+        """The last log lines, without the exports' base64 bodies."""
+        readable = without_export_bodies(self.lines)
+        return "\n".join(readable[-count:]) or "(the program printed nothing)"
+
+
+def without_export_bodies(lines: list[str]) -> list[str]:
+    """The lines a reader wants: each framed export's BEGIN line stands for its whole block."""
+    kept, in_export = [], False
+    for line in lines:
+        if line.startswith(EXPORT_BEGIN):
+            kept.append(line)
+            in_export = True
+        elif line.rstrip("\r") == EXPORT_END:
+            in_export = False
+        elif not in_export:
+            kept.append(line)
+    return kept
+
+
+def printer(prefix: str, stream: TextIO | None = None) -> Callable[[str], None]:
+    """A stage's `say`: each line `[prefix] ...` on `stream` (stderr when None), flushed."""
+    target = stream or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"[{prefix}] {message}", file=target, flush=True)
+
+    return say
+
+
+class LogEcho:
+    """Prints a growing log's new complete lines; an export shows as one line, not its base64."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.printed = 0
+
+    def update(self, log: str, final: bool = False) -> None:
+        lines = log.split("\n")
+        complete = lines if final else lines[:-1]  # the last piece may still be growing
+        if final and complete and complete[-1] == "":
+            complete = complete[:-1]
+        readable = without_export_bodies(complete)  # grows only at its end as the log does
+        for line in readable[self.printed :]:
+            if line.startswith(EXPORT_BEGIN):
+                line = "(export " + line.removeprefix(EXPORT_BEGIN).strip(" =") + ")"
+            self.write(f"  pod| {line}")
+        self.printed = max(self.printed, len(readable))
 
 
 def frontend_not_ready(run: PodRun) -> str | None:

@@ -30,7 +30,6 @@ from common.credentials import mask
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from stages.core.aiperf import NEW_CONNECTIONS
-from stages.core.pod_log import LogEcho, PodRun, printer
 from stages.core.pod_plans import (
     PERF_PLAN,
     SMOKE_CONFIG,
@@ -42,7 +41,7 @@ from stages.core.pod_plans import (
     smoke_pod_config,
 )
 from stages.core.results import ProfileResults, RunConditions
-from stages.core.verdicts import smoke_verdict, sweep_results
+from stages.core.verdicts import LogEcho, PodRun, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
 from stages.errors import FrontendNotReady, UsageError
 from stages.incluster.exit_causes import exit_cause
