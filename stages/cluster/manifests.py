@@ -34,8 +34,8 @@ from common.credentials import credential_kind, mask_values
 from components import names
 from components.contract import StackOutputs
 from stages.cluster.api import Manifest
-from stages.core.aiperf import AIPERF_VERSION
 from stages.core.pod_plans import (
+    AIPERF_VERSION,
     MEDIA_PORT,
     PERF_PLAN,
     POD_ROOT,

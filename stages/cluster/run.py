@@ -25,11 +25,9 @@ from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
 from stages.cluster.kubernetes_api import KubernetesApi, stage_context
 from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
-from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
-from stages.core.pod_plans import PlanSettings
+from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionReuse, PlanSettings
 from stages.core.results import ProfileResults
 from stages.core.verdicts import PodRun, printer, smoke_verdict, sweep_results
-from stages.core.video import DISTINCT_VIDEOS
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import UsageError
 

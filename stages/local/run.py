@@ -29,8 +29,8 @@ from common.confined_paths import no_link_below, remove_file, write_file
 from common.credentials import mask
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
-from stages.core.aiperf import NEW_CONNECTIONS
 from stages.core.pod_plans import (
+    NEW_CONNECTIONS,
     PERF_PLAN,
     SMOKE_CONFIG,
     PlanSettings,

@@ -40,10 +40,17 @@ from stages.cluster.run import (
     check_cluster_workload,
     perf_objects,
 )
-from stages.core.aiperf import AIPERF_VERSION, aiperf_environment, aiperf_profile_args
-from stages.core.pod_plans import PlanSettings, PodPlace, smoke_pod_config
-from stages.core.smoke import smoke_request_body
-from stages.core.video import DISTINCT_VIDEOS, distinct_video_args
+from stages.core.pod_plans import (
+    AIPERF_VERSION,
+    DISTINCT_VIDEOS,
+    PlanSettings,
+    PodPlace,
+    aiperf_environment,
+    aiperf_profile_args,
+    distinct_video_args,
+    smoke_pod_config,
+    smoke_request_body,
+)
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
 from tests.stages.cluster.fakes import REPO, cluster_outputs
