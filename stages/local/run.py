@@ -135,19 +135,15 @@ def run_program(
 
 
 def _keep_masked(log_path: Path, log: str) -> None:
-    """The program's log file with every credential masked. Written beside it, then moved over
-    it, so a full disk cannot cut the log short; if even that fails, the unmasked log goes (its
-    end is in the stage's message), since a secret in plain text must not stay on disk."""
+    """The program's log file with every credential masked, replaced whole (`write_file`), so a
+    full disk cannot cut the log short; if even that fails, the unmasked log goes (its end is in
+    the stage's message), since a secret in plain text must not stay on disk."""
     masked = mask(log)
-    if masked == log:
-        return
-    beside = log_path.with_name(log_path.name + ".masked")
-    try:
-        beside.write_text(masked)
-        beside.replace(log_path)
-    except OSError:
-        beside.unlink(missing_ok=True)
-        log_path.unlink(missing_ok=True)
+    if masked != log:
+        try:
+            write_file(log_path, masked)
+        except OSError:
+            log_path.unlink(missing_ok=True)
 
 
 def run_local_smoke(
