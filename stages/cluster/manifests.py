@@ -205,18 +205,6 @@ def _objects(
     ]
 
 
-def pod_files(config_map: Manifest) -> dict[str, bytes]:
-    """The files the pod sees under /config, by relative path (as the volume's items lay out)."""
-    contents = {key: value.encode() for key, value in config_map.get("data", {}).items()}
-    for key, value in config_map.get("binaryData", {}).items():
-        contents[key] = base64.b64decode(value)
-    return {_mount_path(key): data for key, data in contents.items()}
-
-
-def _mount_path(key: str) -> str:
-    return f"stages/incluster/{key}" if key.endswith(".py") else key
-
-
 def _metadata(name: str, shape: JobShape, outputs: StackOutputs) -> dict[str, Any]:
     return {
         "name": name,

@@ -22,6 +22,7 @@ from types import TracebackType
 from typing import Self
 
 from stages.core.results import HostLoad
+from stages.incluster.processes import proc_stat
 
 PROC = Path("/proc")
 SAMPLE_SECONDS = 1.0
@@ -36,12 +37,8 @@ class _Thread:
 
 
 def _parent(pid: str) -> int | None:
-    try:
-        stat = (PROC / pid / "stat").read_text()
-    except OSError:
-        return None
-    # `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after the last.
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    fields = proc_stat(pid)
+    return None if fields is None else int(fields[1])
 
 
 def process_parents() -> dict[int, int | None]:

@@ -31,7 +31,6 @@ from stages.cluster.manifests import (
     check_pip_index_url,
     has_credentials,
     perf_manifests,
-    pod_files,
     smoke_manifests,
 )
 from stages.cluster.run import (
@@ -53,7 +52,7 @@ from stages.core.pod_plans import (
 )
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
-from tests.stages.cluster.fakes import REPO, cluster_outputs
+from tests.stages.cluster.fakes import REPO, cluster_outputs, pod_files
 
 PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
