@@ -66,19 +66,17 @@ class KubernetesApi:
         )
 
     def exists(self, kind: str, name: str) -> bool:
-        read = self._call("read", kind)
-        found = self._raw(
-            f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
-        )
-        return found is not None
+        return self._read(kind, name) is not None
 
     def read_job(self, name: str) -> JobState | None:
-        job = self._raw(
-            f"read Job {name}",
-            lambda **raw: self.batch.read_namespaced_job(name, self.namespace, **raw),
-            NOT_FOUND,
-        )
+        job = self._read("Job", name)
         return None if job is None else job_state(json.loads(job))
+
+    def _read(self, kind: str, name: str) -> bytes | None:
+        read = self._call("read", kind)
+        return self._raw(
+            f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
+        )
 
     def pods(self, label_selector: str) -> list[PodState]:
         listing = self._raw(

@@ -192,28 +192,36 @@ def _objects(
     script: str,
     files: dict[str, bytes],
 ) -> list[Manifest]:
-    # ConfigMap keys cannot hold a `/`: each file is a key named after it, mounted at its path.
-    items = [{"key": PurePosixPath(path).name, "path": path} for path in sorted(files)]
-    metadata = _metadata(shape.job, shape, outputs)
-    labels_of_pod = pod_labels(shape.component, outputs, settings.run_id)
-    secret = pip_secret(settings, _metadata(pip_secret_name(shape.job), shape, outputs))
+    def metadata(name: str) -> Manifest:
+        return {
+            "name": name,
+            "namespace": outputs.namespace,
+            "labels": labels(shape.component, outputs),
+        }
+
+    run_labels = pod_labels(shape.component, outputs, settings.run_id)
+    port = {
+        "name": MEDIA_PORT_NAME,
+        "port": MEDIA_PORT,
+        "targetPort": MEDIA_PORT_NAME,
+        "protocol": "TCP",
+    }
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(media_service_name(shape.job)),
+        "spec": {"selector": run_labels, "ports": [port]},
+    }
+    secret = pip_secret(settings, metadata(pip_secret_name(shape.job)))
     return [
         *([secret] if secret else []),
-        _config_map(shape, outputs, files),
-        _media_service(shape, outputs, settings.run_id),
-        job(shape, settings, script, items, metadata, labels_of_pod),
+        _config_map(shape, metadata(shape.job), files),
+        service,
+        job(shape, settings, script, sorted(files), metadata(shape.job), run_labels),
     ]
 
 
-def _metadata(name: str, shape: JobShape, outputs: StackOutputs) -> dict[str, Any]:
-    return {
-        "name": name,
-        "namespace": outputs.namespace,
-        "labels": labels(shape.component, outputs),
-    }
-
-
-def _config_map(shape: JobShape, outputs: StackOutputs, files: dict[str, bytes]) -> Manifest:
+def _config_map(shape: JobShape, metadata: Manifest, files: dict[str, bytes]) -> Manifest:
     """Text files as `data`, the gzipped plan as `binaryData`, each under its file name."""
     size = sum(len(content) for content in files.values())
     if size > CONFIG_MAP_LIMIT_BYTES:
@@ -227,7 +235,7 @@ def _config_map(shape: JobShape, outputs: StackOutputs, files: dict[str, bytes])
     manifest: Manifest = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": _metadata(shape.job, shape, outputs),
+        "metadata": metadata,
         "data": {names_of[p]: files[p].decode() for p in sorted(files) if p not in binary},
     }
     if binary:
@@ -235,21 +243,6 @@ def _config_map(shape: JobShape, outputs: StackOutputs, files: dict[str, bytes])
             names_of[p]: base64.b64encode(files[p]).decode() for p in sorted(binary)
         }
     return manifest
-
-
-def _media_service(shape: JobShape, outputs: StackOutputs, run_id: str) -> Manifest:
-    port = {
-        "name": MEDIA_PORT_NAME,
-        "port": MEDIA_PORT,
-        "targetPort": MEDIA_PORT_NAME,
-        "protocol": "TCP",
-    }
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": _metadata(media_service_name(shape.job), shape, outputs),
-        "spec": {"selector": pod_labels(shape.component, outputs, run_id), "ports": [port]},
-    }
 
 
 def frontend_affinity(outputs: StackOutputs) -> dict[str, Any]:
@@ -407,13 +400,15 @@ def job(
     shape: JobShape,
     settings: JobSettings,
     script: str,
-    items: list[dict[str, str]],
+    paths: list[str],
     metadata: Manifest,
     pod_labels: dict[str, str],
 ) -> Manifest:
     """One pod, never retried (`backoffLimit: 0`): the stage reads one pod's log, and a half-run
     sweep is not silently repeated; a re-run is the stage's decision and replaces the Job.
     `activeDeadlineSeconds` bounds it even if the stage that submitted it is gone."""
+    # ConfigMap keys cannot hold a `/`: each file is a key named after it, mounted at its path.
+    items = [{"key": PurePosixPath(path).name, "path": path} for path in paths]
     volumes = [
         {"name": "program", "configMap": {"name": shape.job, "items": items, "defaultMode": 0o444}},
         {"name": "scratch", "emptyDir": {"sizeLimit": shape.scratch}},

@@ -16,6 +16,7 @@ reaches a result.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -180,7 +181,11 @@ class AiperfExport(_Part):
         )
 
 
-def _level(export: AiperfExport, source: object) -> LevelResult:
+def _checked(validate: Callable[[], AiperfExport], source: object) -> LevelResult:
+    try:
+        export = validate()
+    except ValidationError as error:  # not JSON, not an object, out of range
+        raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
     if export.was_cancelled:
         raise ResultsError(f"{source}: the AIPerf run was cancelled (was_cancelled: true)")
     return export.level()
@@ -188,11 +193,7 @@ def _level(export: AiperfExport, source: object) -> LevelResult:
 
 def parse_level(export: Any, source: str = "the export") -> LevelResult:
     """One level from the parsed content of `profile_export_aiperf.json`."""
-    try:
-        checked = AiperfExport.model_validate(export)
-    except ValidationError as error:
-        raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
-    return _level(checked, source)
+    return _checked(lambda: AiperfExport.model_validate(export), source)
 
 
 def read_level(artifact_dir: Path) -> LevelResult:
@@ -201,9 +202,7 @@ def read_level(artifact_dir: Path) -> LevelResult:
     if not path.exists():
         raise ResultsError(f"AIPerf wrote no {path}")
     try:
-        checked = AiperfExport.model_validate_json(read_text(path, "AIPerf export"))
+        text = read_text(path, "AIPerf export")
     except InputFileError as error:  # a directory, too big, not UTF-8
         raise ResultsError(str(error)) from None
-    except ValidationError as error:  # not JSON, not an object, out of range
-        raise ResultsError(f"{path} is not a usable AIPerf export: {refusal(error)}") from None
-    return _level(checked, path)
+    return _checked(lambda: AiperfExport.model_validate_json(text), path)
