@@ -16,8 +16,8 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -136,26 +136,24 @@ class _MediaHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@dataclass
-class MediaServer:
-    """A threaded HTTP server for the videos; the workers fetch them through the media Service."""
-
-    server: http.server.ThreadingHTTPServer
-    thread: threading.Thread
-
-    @classmethod
-    def start(cls, directory: Path, host: str, port: int) -> MediaServer:
-        handler = functools.partial(_MediaHandler, directory=str(directory))
-        server = http.server.ThreadingHTTPServer((host, port), handler)
-        thread = threading.Thread(target=server.serve_forever, name="media-server", daemon=True)
-        thread.start()
-        say(f"serving {directory} on {host}:{server.server_address[1]}")
-        return cls(server, thread)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+@contextmanager
+def serving(config: dict[str, Any], check_url: str) -> Iterator[None]:
+    """The config's `media_dir` served over HTTP for the block (the workers fetch the videos
+    through the media Service), proven fetchable at `check_url` before the block runs."""
+    handler = functools.partial(_MediaHandler, directory=config["media_dir"])
+    server = http.server.ThreadingHTTPServer(
+        (config["listen_host"], config["listen_port"]), handler
+    )
+    thread = threading.Thread(target=server.serve_forever, name="media-server", daemon=True)
+    thread.start()
+    say(f"serving {config['media_dir']} on {config['listen_host']}:{server.server_address[1]}")
+    try:
+        wait_until_served(check_url, float(config["media_wait_seconds"]))
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
 def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -> None:
