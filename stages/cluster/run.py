@@ -156,7 +156,7 @@ def _run_job(
     cluster, stderr and the real clock."""
     say = printer(f"{stage} {outputs.namespace}", stream)
     limits = options.limits(default_timeout)
-    return JobRunner(api or connect(outputs, options), limits, say, timer).run(objects)
+    return JobRunner(api or connect(outputs, options), limits, say, timer or Timer()).run(objects)
 
 
 # --- smoke --------------------------------------------------------------------------------------
