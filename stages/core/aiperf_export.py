@@ -24,7 +24,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from common.credentials import mask
 from common.input_files import InputFileError, read_text
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal
 from stages.core.results import Amount, LevelResult, ResultsError
 
 AIPERF_EXPORT_FILE = "profile_export_aiperf.json"

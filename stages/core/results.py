@@ -8,7 +8,7 @@ never absurdly large (`MAX_MEASURE`); a level's cached prompt tokens are at most
 levels of its workload whose completed and failed requests add up to at most the requests a level
 sends; its workers are positive; its session header is the one its profile sends
 (`components.routing`): none for round robin. A file that breaks any of it is a `ResultsError`
-naming the file, the field and what is wrong (`stages.core.refusals`). AIPerf's export is read into a
+naming the file, the field and what is wrong (`stages.core.model_files`). AIPerf's export is read into a
 `LevelResult` by `stages.core.aiperf_export`.
 """
 
@@ -27,8 +27,7 @@ from common.input_files import (
 )
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from stages.core.model_files import write_model
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal, write_model
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 

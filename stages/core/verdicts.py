@@ -27,7 +27,7 @@ from common.confined_paths import remove_file, write_file
 from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
