@@ -50,7 +50,8 @@ class KubernetesApi:
     def _call(self, verb: str, kind: str) -> Callable[..., Any]:
         """`create_namespaced_job`, `read_namespaced_secret`, ... of the client for `kind`."""
         client = self.batch if kind == "Job" else self.core
-        return getattr(client, f"{verb}_namespaced_{_KIND_NAMES[kind]}")  # type: ignore[no-any-return]
+        method: Callable[..., Any] = getattr(client, f"{verb}_namespaced_{_KIND_NAMES[kind]}")
+        return method
 
     def create(self, manifest: Manifest) -> None:
         kind, name = manifest["kind"], manifest["metadata"]["name"]

@@ -6,12 +6,10 @@ whole numbers (`9.0`). The prefix-cache counters come from the server's usage re
 (`usage.prompt_tokens_details.cached_tokens`), which AIPerf sums as
 `total_usage_prompt_cache_read_tokens`. The CSV export beside it is archived, never read.
 
-`AiperfExport` is the part of the export a level is made of, with the ranges a real run keeps:
-numbers finite and never negative, counters whole, each p50 at most its p95, cached prompt tokens
-at most the prompt tokens, a profiling phase with a positive concurrency. An export that breaks
-any of them (or is not a JSON object) is a `ResultsError` naming the file and the field, e.g.
-`request_count.avg: Input should be a finite number (got nan)`, before any number of it
-reaches a result.
+`AiperfExport` is the part of the export a level is made of, with the ranges a real run keeps;
+an export that breaks them (or is not a JSON object) is a `ResultsError` naming the file and the
+field, e.g. `request_count.avg: Input should be a finite number (got nan)`, before any number of
+it reaches a result.
 """
 
 from __future__ import annotations

@@ -18,7 +18,6 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from stages.core.results import HostLoad
@@ -105,12 +104,7 @@ class HostSampler:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         self._add(snapshot(self.root), time.monotonic())
