@@ -15,6 +15,9 @@ carries credentials: first a Secret `<job>-pip` holding it, never plain env):
   program itself runs with the image's bare Python from /config.
 
 Nothing here talks to a cluster: `stages.cluster.run` submits what these functions return.
+
+Over 300 lines: one Job's objects, built together from one shape and one set of settings: the
+ConfigMap, the media Service, the pip Secret, the Job and its pod template, and their masked YAML.
 """
 
 from __future__ import annotations

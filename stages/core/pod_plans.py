@@ -16,6 +16,9 @@ The videos are the recipe's 30 s, 2 FPS clips, H.264 in MP4 (the workers decode 
 takes H.264/H.265 only), made by the FFmpeg of the `imageio-ffmpeg` wheel (it includes libx264).
 The AIPerf 0.13.0 arguments are the same on every target: only the dataset path, the tokenizer and
 the connection strategy differ.
+
+Over 300 lines: everything a pod program is given, built by the same builders for both targets:
+its files, its config or plan, and the request, video and AIPerf arguments they carry.
 """
 
 from __future__ import annotations
