@@ -57,13 +57,6 @@ def load_config(path: Path) -> dict[str, Any]:
 # --- the frontend gate --------------------------------------------------------------------------
 
 
-def listed_models(models_url: str) -> set[str]:
-    """The model ids `/v1/models` lists; raises OSError or ValueError when it does not answer."""
-    with urllib.request.urlopen(models_url, timeout=HTTP_TIMEOUT_SECONDS) as response:
-        body = json.loads(response.read())
-    return {str(entry.get("id")) for entry in body.get("data", []) if isinstance(entry, dict)}
-
-
 def _poll(attempt: Callable[[], str | None], timeout_seconds: float, interval: float) -> str | None:
     """Call `attempt` until it finds nothing missing (None), bounded; otherwise what it said was
     missing (or the error it raised) the last time."""
@@ -84,7 +77,10 @@ def wait_for_model(
     """Poll `/v1/models` until it lists `model`, like the recipes' readiness gate; bounded."""
 
     def listed() -> str | None:
-        models = listed_models(models_url)
+        with urllib.request.urlopen(models_url, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            body = json.loads(response.read())
+        data = body.get("data", [])
+        models = {str(entry.get("id")) for entry in data if isinstance(entry, dict)}
         return None if model in models else f"it lists {sorted(models) or 'no model'}"
 
     missing = _poll(listed, timeout_seconds, interval)
