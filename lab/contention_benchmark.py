@@ -31,8 +31,7 @@ from common.input_files import MAX_RECORD_BYTES, read_json_object
 from common.parsers import CommandParser
 from components.routing import RoutingProfile
 from lab.benchmark import timed
-from stages.core.ab_pair import ABPair, gain_percent
-from stages.core.ab_verdict import verdict_line
+from stages.core.ab_verdict import ABPair, gain_percent, verdict_line
 from stages.core.results import ProfileResults
 
 DEFAULT_OUT = Path("build/lab/contention")

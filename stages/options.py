@@ -22,8 +22,12 @@ from common.credentials import mask
 from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError, InputFileMissing
 from common.yaml_input import read_yaml_file
 from components.k8s_values import image_problems
-from stages.cluster.manifests import RUN_ID_REQUIREMENT, check_run_id
-from stages.cluster.pod_template import POD_IMAGE, check_pip_index_url
+from stages.cluster.manifests import (
+    POD_IMAGE,
+    RUN_ID_REQUIREMENT,
+    check_pip_index_url,
+    check_run_id,
+)
 from stages.cluster.run import CLUSTER_TOKENIZER, ClusterOptions
 from stages.core.workload import PerfWorkload
 from stages.errors import UsageError

@@ -19,8 +19,8 @@ import pytest
 import yaml
 
 from stages.cli import main
-from stages.cluster.manifests import pod_files
 from stages.core.pod_plans import PERF_PLAN
+from tests.stages.cluster.fakes import pod_files
 from tools.render import render_stack
 from tools.stack_files import SHIPPED_STACKS, example_site_for
 

@@ -1,6 +1,6 @@
 """The cluster target: the stages as Kubernetes Jobs in the stack's namespace, followed to the end.
 
-`manifests` and `pod_template` build the objects (pure), `api` is the seam to the cluster and
+`manifests` builds the objects and their pod template (pure), `api` is the seam to the cluster and
 `kubernetes_api` its adapter to the official client, `job_runner` replaces, submits and follows
 a Job, and `run` puts them together for smoke and perf.
 """

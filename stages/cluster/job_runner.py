@@ -26,7 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
-from stages.core.pod_log import LogEcho, PodRun
+from stages.cluster.manifests import RUN_ID_LABEL
+from stages.core.verdicts import LogEcho, PodRun
 from stages.errors import PodNotStarted, StageFailed, TimedOut
 
 PERMANENT_START_FAILURES = frozenset(
@@ -54,28 +55,24 @@ class Timer:
     sleep: Callable[[float], None] = time.sleep
 
 
+@dataclass
 class JobRunner:
     """Submits one stage's objects and follows its Job to the end."""
 
-    def __init__(
-        self,
-        api: ClusterApi,
-        limits: WaitLimits,
-        say: Callable[[str], None],
-        timer: Timer | None = None,
-    ) -> None:
-        self.api = api
-        self.limits = limits
-        self.say = say
-        self.clock = (timer or Timer()).clock
-        self.sleep = (timer or Timer()).sleep
+    api: ClusterApi
+    limits: WaitLimits
+    say: Callable[[str], None]
+    timer: Timer = Timer()
 
-    def run(self, manifests: list[Manifest], pod_selector: str) -> PodRun:
-        """Replace, create, and wait for the Job among `manifests`; raises on timeout/no start."""
-        job = next(m["metadata"]["name"] for m in manifests if m["kind"] == "Job")
+    def run(self, manifests: list[Manifest]) -> PodRun:
+        """Replace, create, and wait for the Job among `manifests` and its pod (of this run id);
+        raises on timeout/no start."""
+        manifest = next(m for m in manifests if m["kind"] == "Job")
+        job = manifest["metadata"]["name"]
+        run_id = manifest["spec"]["template"]["metadata"]["labels"][RUN_ID_LABEL]
         self.replace(manifests)
         try:
-            return self.wait(job, pod_selector)
+            return self.wait(job, f"{RUN_ID_LABEL}={run_id}")
         except KeyboardInterrupt:
             self.say(f"interrupted: deleting Job {job}")
             self.api.delete("Job", job)
@@ -96,27 +93,27 @@ class JobRunner:
             self.say(f"created {manifest['kind']} {manifest['metadata']['name']}")
 
     def _wait_until_gone(self, objects: list[tuple[str, str]]) -> None:
-        deadline = self.clock() + self.limits.delete_timeout_seconds
+        deadline = self.timer.clock() + self.limits.delete_timeout_seconds
         remaining = objects
         while remaining:
             remaining = [obj for obj in remaining if self.api.exists(*obj)]
             if not remaining:
                 return
-            if self.clock() >= deadline:
+            if self.timer.clock() >= deadline:
                 names = ", ".join(f"{kind} {name}" for kind, name in remaining)
                 raise TimedOut(
                     f"the previous run's {names} still exist {self.limits.delete_timeout_seconds:.0f}"
                     f" s after deletion (a finalizer? check `kubectl -n {self.api.namespace} get`)"
                 )
-            self.sleep(self.limits.poll_seconds)
+            self.timer.sleep(self.limits.poll_seconds)
 
     # --- wait -----------------------------------------------------------------------------------
 
     def wait(self, job: str, pod_selector: str) -> PodRun:
         """Follow the Job until it completes or fails; the pod's log is echoed as it grows."""
-        started = self.clock()
+        started = self.timer.clock()
         echo = LogEcho(self.say)
-        watch = _StateWatch(self.say, started, self.clock)
+        watch = _StateWatch(self.say, started, self.timer.clock)
         while True:
             state = self._job_state(job)
             pod = self._newest_pod(pod_selector)
@@ -127,7 +124,7 @@ class JobRunner:
                 return self._outcome(job, state, pod_selector, echo)
             self._check_started(job, pod, started)
             self._check_deadline(job, pod, started)
-            self.sleep(self.limits.poll_seconds)
+            self.timer.sleep(self.limits.poll_seconds)
 
     def _job_state(self, job: str) -> JobState:
         state = self.api.read_job(job)
@@ -143,7 +140,7 @@ class JobRunner:
         if pod is not None and pod.started:
             return
         permanent = pod is not None and pod.waiting_reason in PERMANENT_START_FAILURES
-        waited = self.clock() - started
+        waited = self.timer.clock() - started
         if not permanent and waited < self.limits.start_timeout_seconds:
             return
         what = f"pod {pod.name} is {pod.describe()}" if pod else "no pod was created"
@@ -155,7 +152,7 @@ class JobRunner:
         )
 
     def _check_deadline(self, job: str, pod: PodState | None, started: float) -> None:
-        waited = self.clock() - started
+        waited = self.timer.clock() - started
         if waited < self.limits.timeout_seconds:
             return
         self._delete_job(job)

@@ -47,23 +47,19 @@ class KubernetesApi:
             raise ClusterUnreachable(f"{error}; pass --kubeconfig/--context") from None
         return cls(namespace, client.CoreV1Api(api_client), client.BatchV1Api(api_client))
 
+    def _call(self, verb: str, kind: str) -> Callable[..., Any]:
+        """`create_namespaced_job`, `read_namespaced_secret`, ... of the client for `kind`."""
+        client = self.batch if kind == "Job" else self.core
+        method: Callable[..., Any] = getattr(client, f"{verb}_namespaced_{_KIND_NAMES[kind]}")
+        return method
+
     def create(self, manifest: Manifest) -> None:
         kind, name = manifest["kind"], manifest["metadata"]["name"]
-        create = {
-            "Secret": self.core.create_namespaced_secret,
-            "ConfigMap": self.core.create_namespaced_config_map,
-            "Service": self.core.create_namespaced_service,
-            "Job": self.batch.create_namespaced_job,
-        }[kind]
+        create = self._call("create", kind)
         self._raw(f"create {kind} {name}", lambda **raw: create(self.namespace, manifest, **raw))
 
     def delete(self, kind: str, name: str) -> None:
-        delete = {
-            "Secret": self.core.delete_namespaced_secret,
-            "ConfigMap": self.core.delete_namespaced_config_map,
-            "Service": self.core.delete_namespaced_service,
-            "Job": self.batch.delete_namespaced_job,
-        }[kind]
+        delete = self._call("delete", kind)
         self._raw(
             f"delete {kind} {name}",
             lambda **raw: delete(name, self.namespace, propagation_policy="Foreground", **raw),
@@ -71,24 +67,17 @@ class KubernetesApi:
         )
 
     def exists(self, kind: str, name: str) -> bool:
-        read = {
-            "Secret": self.core.read_namespaced_secret,
-            "ConfigMap": self.core.read_namespaced_config_map,
-            "Service": self.core.read_namespaced_service,
-            "Job": self.batch.read_namespaced_job,
-        }[kind]
-        found = self._raw(
-            f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
-        )
-        return found is not None
+        return self._read(kind, name) is not None
 
     def read_job(self, name: str) -> JobState | None:
-        job = self._raw(
-            f"read Job {name}",
-            lambda **raw: self.batch.read_namespaced_job(name, self.namespace, **raw),
-            NOT_FOUND,
-        )
+        job = self._read("Job", name)
         return None if job is None else job_state(json.loads(job))
+
+    def _read(self, kind: str, name: str) -> bytes | None:
+        read = self._call("read", kind)
+        return self._raw(
+            f"read {kind} {name}", lambda **raw: read(name, self.namespace, **raw), NOT_FOUND
+        )
 
     def pods(self, label_selector: str) -> list[PodState]:
         listing = self._raw(
@@ -163,6 +152,7 @@ def stage_context(outputs_context: str | None, option: str | None) -> str:
     return context
 
 
+_KIND_NAMES = {"Secret": "secret", "ConfigMap": "config_map", "Service": "service", "Job": "job"}
 NOT_FOUND = frozenset({404})
 WAITING_TO_START = frozenset({400})
 REQUEST_TIMEOUT_SECONDS = 60

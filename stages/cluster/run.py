@@ -8,11 +8,8 @@ does for the lab's local runs. The perf exports land in `<out>/c<N>/aiperf/`, so
 
 from __future__ import annotations
 
-import functools
 import ipaddress
-import sys
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -27,13 +24,10 @@ from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
 from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
 from stages.cluster.kubernetes_api import KubernetesApi, stage_context
-from stages.cluster.manifests import PERF_JOB, RUN_ID_LABEL
-from stages.cluster.pod_template import POD_IMAGE, JobSettings
-from stages.core.aiperf import NEW_CONNECTIONS, ConnectionReuse
-from stages.core.pod_plans import PlanSettings
+from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
+from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionReuse, PlanSettings
 from stages.core.results import ProfileResults
-from stages.core.verdicts import smoke_verdict, sweep_results
-from stages.core.video import distinct_video_args
+from stages.core.verdicts import PodRun, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import UsageError
 
@@ -148,19 +142,21 @@ def connect(outputs: StackOutputs, options: ClusterOptions) -> ClusterApi:
     )
 
 
-def _printer(stage: str, outputs: StackOutputs, stream: TextIO | None) -> Callable[[str], None]:
-    target = stream or sys.stderr
-
-    def say(message: str) -> None:
-        print(f"[{stage} {outputs.namespace}] {message}", file=target, flush=True)
-
-    return say
-
-
-def _run_id_selector(objects: list[Manifest]) -> str:
-    job = next(m for m in objects if m["kind"] == "Job")
-    run_id = job["spec"]["template"]["metadata"]["labels"][RUN_ID_LABEL]
-    return f"{RUN_ID_LABEL}={run_id}"
+def _run_job(
+    stage: str,
+    outputs: StackOutputs,
+    options: ClusterOptions,
+    objects: list[Manifest],
+    default_timeout: float,
+    api: ClusterApi | None,
+    stream: TextIO | None,
+    timer: Timer | None,
+) -> PodRun:
+    """Submit `objects` and follow their Job; `api`, `stream` and `timer` default to the real
+    cluster, stderr and the real clock."""
+    say = printer(f"{stage} {outputs.namespace}", stream)
+    limits = options.limits(default_timeout)
+    return JobRunner(api or connect(outputs, options), limits, say, timer or Timer()).run(objects)
 
 
 # --- smoke --------------------------------------------------------------------------------------
@@ -181,19 +177,12 @@ def run_cluster_smoke(
     stream: TextIO | None = None,
     timer: Timer | None = None,
 ) -> str:
-    """Run the smoke Job in the stack's namespace; returns the answer or raises why not.
-
-    `api`, `stream` and `timer` default to the real cluster, stderr and the real clock."""
+    """Run the smoke Job in the stack's namespace; returns the answer or raises why not."""
     require_cluster_reachable_frontend(outputs, "smoke")
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = smoke_objects(outputs, options, model_wait_seconds)
-    runner = JobRunner(
-        api or connect(outputs, options),
-        options.limits(SMOKE_TIMEOUT_SECONDS),
-        _printer("smoke", outputs, stream),
-        timer,
-    )
-    return smoke_verdict(runner.run(objects, _run_id_selector(objects)))
+    run = _run_job("smoke", outputs, options, objects, SMOKE_TIMEOUT_SECONDS, api, stream, timer)
+    return smoke_verdict(run)
 
 
 # --- perf ---------------------------------------------------------------------------------------
@@ -215,7 +204,7 @@ def check_cluster_workload(workload: PerfWorkload) -> None:
     the synthetic video generator makes distinct, or more requests than its ConfigMap holds."""
     levels = len(workload.concurrencies)
     sizes = f"--videos {workload.videos} x {levels} --concurrency levels"
-    videos, limit = workload.videos * levels, distinct_video_limit()
+    videos, limit = workload.videos * levels, DISTINCT_VIDEOS
     if videos > limit:
         raise UsageError(
             f"the sweep needs {videos} distinct videos ({sizes}: each level has its own), but "
@@ -228,26 +217,6 @@ def check_cluster_workload(workload: PerfWorkload) -> None:
             f"cannot fit the perf ConfigMap ({MAX_PLAN_REQUESTS} at most, fewer with "
             "--turn-jitter-ms): reduce --videos, --questions or the levels"
         )
-
-
-@functools.cache
-def distinct_video_limit() -> int:
-    """How many distinct videos `distinct_video_args` makes (it raises for an index past them)."""
-
-    def makes(count: int) -> bool:
-        try:
-            distinct_video_args("probe.mp4", count - 1)
-        except ValueError:
-            return False
-        return True
-
-    low, high = 0, 1  # makes(low) holds; find the first count it does not
-    while makes(high):
-        low, high = high, high * 2
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if makes(middle) else (low, middle)
-    return low
 
 
 def _keep_record(
@@ -283,13 +252,7 @@ def run_cluster_perf(
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = perf_objects(outputs, workload, options, model_wait_seconds)
     _keep_record(outputs, workload, objects, out_dir)
-    runner = JobRunner(
-        api or connect(outputs, options),
-        options.limits(PERF_TIMEOUT_SECONDS),
-        _printer("perf", outputs, stream),
-        timer,
-    )
-    run = runner.run(objects, _run_id_selector(objects))
+    run = _run_job("perf", outputs, options, objects, PERF_TIMEOUT_SECONDS, api, stream, timer)
     log_path = out_dir / POD_LOG_FILE
     write_file(log_path, mask(run.log))  # the pod printed it; a credential in it stays off disk
     return sweep_results(outputs, workload, run, out_dir, log_path)

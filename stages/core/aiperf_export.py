@@ -6,16 +6,15 @@ whole numbers (`9.0`). The prefix-cache counters come from the server's usage re
 (`usage.prompt_tokens_details.cached_tokens`), which AIPerf sums as
 `total_usage_prompt_cache_read_tokens`. The CSV export beside it is archived, never read.
 
-`AiperfExport` is the part of the export a level is made of, with the ranges a real run keeps:
-numbers finite and never negative, counters whole, each p50 at most its p95, cached prompt tokens
-at most the prompt tokens, a profiling phase with a positive concurrency. An export that breaks
-any of them (or is not a JSON object) is a `ResultsError` naming the file and the field, e.g.
-`request_count.avg: Input should be a finite number (got nan)`, before any number of it
-reaches a result.
+`AiperfExport` is the part of the export a level is made of, with the ranges a real run keeps;
+an export that breaks them (or is not a JSON object) is a `ResultsError` naming the file and the
+field, e.g. `request_count.avg: Input should be a finite number (got nan)`, before any number of
+it reaches a result.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -23,7 +22,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from common.credentials import mask
 from common.input_files import InputFileError, read_text
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal
 from stages.core.results import Amount, LevelResult, ResultsError
 
 AIPERF_EXPORT_FILE = "profile_export_aiperf.json"
@@ -180,7 +179,11 @@ class AiperfExport(_Part):
         )
 
 
-def _level(export: AiperfExport, source: object) -> LevelResult:
+def _checked(validate: Callable[[], AiperfExport], source: object) -> LevelResult:
+    try:
+        export = validate()
+    except ValidationError as error:  # not JSON, not an object, out of range
+        raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
     if export.was_cancelled:
         raise ResultsError(f"{source}: the AIPerf run was cancelled (was_cancelled: true)")
     return export.level()
@@ -188,11 +191,7 @@ def _level(export: AiperfExport, source: object) -> LevelResult:
 
 def parse_level(export: Any, source: str = "the export") -> LevelResult:
     """One level from the parsed content of `profile_export_aiperf.json`."""
-    try:
-        checked = AiperfExport.model_validate(export)
-    except ValidationError as error:
-        raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
-    return _level(checked, source)
+    return _checked(lambda: AiperfExport.model_validate(export), source)
 
 
 def read_level(artifact_dir: Path) -> LevelResult:
@@ -201,9 +200,7 @@ def read_level(artifact_dir: Path) -> LevelResult:
     if not path.exists():
         raise ResultsError(f"AIPerf wrote no {path}")
     try:
-        checked = AiperfExport.model_validate_json(read_text(path, "AIPerf export"))
+        text = read_text(path, "AIPerf export")
     except InputFileError as error:  # a directory, too big, not UTF-8
         raise ResultsError(str(error)) from None
-    except ValidationError as error:  # not JSON, not an object, out of range
-        raise ResultsError(f"{path} is not a usable AIPerf export: {refusal(error)}") from None
-    return _level(checked, path)
+    return _checked(lambda: AiperfExport.model_validate_json(text), path)

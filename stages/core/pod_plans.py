@@ -4,19 +4,31 @@ The same builders serve both targets. On a cluster the config travels in the Job
 the program runs in a pod; on this machine (the lab) it is written to a directory laid out the
 same way and the program runs as a local process. Only `PodPlace` (where the program works and
 listens) and what a request carries for its video (`VideoMedia`) differ.
+
+The smoke test asks one question about one synthetic video, video first, and needs a non-empty
+answer. On the cluster the worker fetches the video and the model describes it. In the lab,
+Dynamo's frontend accepts the `video_url` part (it counts one video) and its chat template reduces
+it to a `[video_url]` marker; the mock engine never fetches or decodes the video and answers with
+random words from the tiny vocabulary. So the lab proves the request shape, routing and serving
+path, not video understanding; to show the video is served, the program fetches it once itself.
+
+The videos are the recipe's 30 s, 2 FPS clips, H.264 in MP4 (the workers decode with NVDEC, which
+takes H.264/H.265 only), made by the FFmpeg of the `imageio-ffmpeg` wheel (it includes libx264).
+The AIPerf 0.13.0 arguments are the same on every target: only the dataset path, the tokenizer and
+the connection strategy differ.
+
+Over 300 lines: everything a pod program is given, built by the same builders for both targets:
+its files, its config or plan, and the request, video and AIPerf arguments they carry.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from components.contract import StackOutputs
-from stages.core.aiperf import ConnectionReuse, aiperf_environment, aiperf_profile_args
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE
-from stages.core.smoke import VIDEO_NAME, smoke_request_body
-from stages.core.video import distinct_video_args, ffmpeg_args
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, video_ids
 
 INCLUSTER_DIR = Path(__file__).resolve().parent.parent / "incluster"
@@ -197,4 +209,146 @@ def _perf_level(
         "dataset": dataset_rows(workload, concurrency, media) if media else None,
         "artifact_dir": str(artifact_dir),
         "argv": argv,
+    }
+
+
+# --- the smoke request --------------------------------------------------------------------------
+
+SMOKE_QUESTION = "Describe what happens in this video."
+SMOKE_MAX_TOKENS = 64
+VIDEO_NAME = "smoke.mp4"
+
+
+def smoke_request_body(
+    model: str, video_url: str, question: str = SMOKE_QUESTION
+) -> dict[str, Any]:
+    """The chat request: the video first, then the question (the Reasoner's expected order)."""
+    return {
+        "model": model,
+        "messages": [
+            {
+                "role": "user",
+                "content": [
+                    {"type": "video_url", "video_url": {"url": video_url}},
+                    {"type": "text", "text": question},
+                ],
+            }
+        ],
+        "max_tokens": SMOKE_MAX_TOKENS,
+        "media_io_kwargs": {"video": {"fps": 2.0}},
+    }
+
+
+# --- synthetic videos --------------------------------------------------------------------------
+
+DURATION_SECONDS = 30
+FRAMES_PER_SECOND = 2
+WIDTH, HEIGHT = 640, 360
+SIZE = f"{WIDTH}x{HEIGHT}"
+
+
+def ffmpeg_args(out: Path, pattern: str = "testsrc") -> list[str]:
+    """Arguments after the ffmpeg executable; `pattern` is an FFmpeg test source (testsrc, ...)."""
+    source = f"{pattern}=duration={DURATION_SECONDS}:size={SIZE}:rate={FRAMES_PER_SECOND}"
+    # Laid out by hand (formatter skipped): a command line, each option beside its value.
+    return [
+        "-hide_banner", "-loglevel", "error", "-y",
+        "-f", "lavfi", "-i", source,
+        "-c:v", "libx264", "-pix_fmt", "yuv420p",
+        str(out),
+    ]  # fmt: skip
+
+
+_PALETTE = ("red", "yellow", "cyan", "magenta", "white", "black", "orange", "lime")
+_BOX = 64
+_BOX_STEP = 8
+_COLUMNS = (WIDTH - _BOX) // _BOX_STEP + 1
+DISTINCT_VIDEOS = _COLUMNS * ((HEIGHT - _BOX) // _BOX_STEP + 1)
+"""How many distinct videos `distinct_video_args` makes: one per position of its box."""
+
+
+def distinct_video_args(out: str, index: int) -> list[str]:
+    """FFmpeg arguments for the sweep's `index`-th video: the stage's test pattern plus a box
+    whose position (and colour) is unique to the index.
+
+    Every video id must have different pixels: a worker's multimodal cache keys on the media's
+    content, so two ids with identical frames would make a "new" video a cache hit.
+    """
+    if not 0 <= index < DISTINCT_VIDEOS:
+        raise ValueError(f"at most {DISTINCT_VIDEOS} distinct synthetic videos, asked for #{index}")
+    x, y = _BOX_STEP * (index % _COLUMNS), _BOX_STEP * (index // _COLUMNS)
+    colour = _PALETTE[index % len(_PALETTE)]
+    box = f"drawbox=x={x}:y={y}:w={_BOX}:h={_BOX}:color={colour}@1:t=fill"
+    args = ffmpeg_args(Path(out))
+    codec = args.index("-c:v")
+    return [*args[:codec], "-vf", box, *args[codec:]]
+
+
+# --- AIPerf ------------------------------------------------------------------------------------
+
+AIPERF_VERSION = "0.13.0"
+ConnectionReuse = Literal["pooled", "never", "sticky-user-sessions"]
+
+NEW_CONNECTIONS: ConnectionReuse = "never"
+"""A new connection per request, on every target. On loopback, a reused keep-alive connection adds
+a ~20-40 ms TCP stall to the first token of a streamed response (measured: TTFT p50 44 ms pooled
+vs 26 ms with a new connection per request, same graph, same prompts)."""
+
+
+def aiperf_profile_args(
+    outputs: StackOutputs,
+    workload: PerfWorkload,
+    concurrency: int,
+    dataset: Path,
+    artifact_dir: Path,
+    tokenizer: str,
+    connection_reuse: ConnectionReuse = NEW_CONNECTIONS,
+) -> list[str]:
+    """`aiperf profile ...` arguments (without the executable) for one concurrency level.
+
+    Every request returns exactly `workload.output_tokens` tokens: the dataset sets each line's
+    output length (sent as the maximum) and the extra inputs forbid stopping earlier. One session
+    per video carries the profile's session header only when the outputs name one (affinity on);
+    without it AIPerf sends its own X-Correlation-ID only, which the Dynamo router ignores.
+    """
+    # Laid out by hand (formatter skipped): a command line, each option beside its value.
+    args = [
+        "profile",
+        "--model", outputs.served_model,
+        "--url", outputs.frontend_url,
+        "--endpoint-type", "chat",
+        "--streaming",
+        "--tokenizer", tokenizer,
+        "--use-server-token-count",
+        "--input-file", str(dataset),
+        "--custom-dataset-type", "single_turn",
+        "--request-count", str(workload.requests_per_level),
+        "--concurrency", str(concurrency),
+        "--extra-inputs", "ignore_eos:true",
+        "--extra-inputs", f"min_tokens:{workload.output_tokens}",
+        "--connection-reuse-strategy", connection_reuse,
+        "--random-seed", str(workload.seed),
+        "--ui-type", "none",
+        "--no-gpu-telemetry",
+        "--no-server-metrics",
+        "--output-artifact-dir", str(artifact_dir),
+    ]  # fmt: skip
+    if outputs.session_header is not None:
+        args += ["--session-header", outputs.session_header]
+    return args
+
+
+def aiperf_environment() -> dict[str, str]:
+    """Environment for AIPerf: no session header of its own beyond what `--session-header` names.
+
+    AIPerf 0.13.0 adds `X-Session-Affinity` to every request by default, and can add
+    `X-Dynamo-Session-ID`; both are switched off so that the only session header on the wire is the
+    one the stack outputs ask for. Hub-offline switches are cleared: with them set, AIPerf 0.13.0
+    mistakes a local tokenizer directory for a hub id.
+    """
+    return {
+        "AIPERF_HTTP_X_SESSION_AFFINITY_FROM_CORRELATION_ID": "false",
+        "AIPERF_HTTP_X_DYNAMO_SESSION_ID_FROM_CORRELATION_ID": "false",
+        "HF_HUB_OFFLINE": "",
+        "TRANSFORMERS_OFFLINE": "",
     }

@@ -14,14 +14,20 @@ renders as itself and cannot add HTML, a link or a table column to the report.
 from __future__ import annotations
 
 import io
+from collections.abc import Callable
 from pathlib import Path
 
 from common.confined_paths import write_file
 from common.credentials import mask
-from stages.core.ab_pair import ABPair, ReportError, measurable_gain
-from stages.core.ab_verdict import conditions_lines, verdict_line
+from stages.core.ab_verdict import (
+    ABPair,
+    ReportError,
+    conditions_lines,
+    measurable_gain,
+    verdict_line,
+)
 from stages.core.markdown import markdown_text
-from stages.core.results import ProfileResults
+from stages.core.results import LevelResult, ProfileResults
 
 REPORT_FILE = "report.md"
 CHART_FILE = "ab-chart.png"
@@ -36,22 +42,6 @@ def format_gain_between(baseline: float, candidate: float) -> str:
     """The gain, or `n/a` when round robin served too little to compare with (0 req/s)."""
     gain = measurable_gain(baseline, candidate)
     return "n/a" if gain is None else format_gain(gain)
-
-
-def format_ms(value: float) -> str:
-    return f"{value:,.0f} ms"
-
-
-def format_rate(value: float) -> str:
-    return f"{value:,.2f}"
-
-
-def format_tokens_rate(value: float) -> str:
-    return f"{value:,.0f}"
-
-
-def format_ratio(value: float) -> str:
-    return f"{value:.1%}"
 
 
 def random_scatter_hit_ratio(workers: int, questions: int) -> float:
@@ -72,60 +62,31 @@ def headline_table(pair: ABPair) -> list[str]:
     rows = []
     for c in pair.concurrencies:
         rr, aff = pair.levels(c)
-        rows.append(
-            [
-                str(c),
-                format_rate(rr.requests_per_second),
-                format_rate(aff.requests_per_second),
-                format_gain_between(rr.requests_per_second, aff.requests_per_second),
-                format_ms(rr.ttft_p50_ms),
-                format_ms(aff.ttft_p50_ms),
-            ]
-        )
-    header = [
-        "Concurrency",
-        "Round-robin req/s",
-        "Affinity req/s",
-        "Throughput gain",
-        "Round-robin TTFT p50",
-        "Affinity TTFT p50",
-    ]
-    return _table(header, rows)
+        rates = [f"{level.requests_per_second:,.2f}" for level in (rr, aff)]
+        gain = format_gain_between(rr.requests_per_second, aff.requests_per_second)
+        rows.append([str(c), *rates, gain, *(f"{lvl.ttft_p50_ms:,.0f} ms" for lvl in (rr, aff))])
+    rate, ttft = "req/s", "TTFT p50"
+    header = ["Concurrency", f"Round-robin {rate}", f"Affinity {rate}", "Throughput gain"]
+    return _table([*header, f"Round-robin {ttft}", f"Affinity {ttft}"], rows)
+
+
+_DETAILS: tuple[tuple[str, Callable[[LevelResult], str]], ...] = (
+    ("TTFT p95", lambda level: f"{level.ttft_p95_ms:,.0f} ms"),
+    ("latency p50", lambda level: f"{level.request_latency_p50_ms:,.0f} ms"),
+    ("output tok/s", lambda level: f"{level.output_tokens_per_second:,.0f}"),
+    ("cache hits", lambda level: f"{level.cache_hit_ratio:.1%}"),
+    ("requests/errors", lambda level: f"{level.request_count}/{level.error_count}"),
+)
+"""The second table's columns, each one round robin's then affinity's."""
 
 
 def detail_table(pair: ABPair) -> list[str]:
-    rows = []
-    for c in pair.concurrencies:
-        rr, aff = pair.levels(c)
-        rows.append(
-            [
-                str(c),
-                format_ms(rr.ttft_p95_ms),
-                format_ms(aff.ttft_p95_ms),
-                format_ms(rr.request_latency_p50_ms),
-                format_ms(aff.request_latency_p50_ms),
-                format_tokens_rate(rr.output_tokens_per_second),
-                format_tokens_rate(aff.output_tokens_per_second),
-                format_ratio(rr.cache_hit_ratio),
-                format_ratio(aff.cache_hit_ratio),
-                f"{rr.request_count}/{rr.error_count}",
-                f"{aff.request_count}/{aff.error_count}",
-            ]
-        )
-    header = [
-        "Concurrency",
-        "RR TTFT p95",
-        "Aff. TTFT p95",
-        "RR latency p50",
-        "Aff. latency p50",
-        "RR output tok/s",
-        "Aff. output tok/s",
-        "RR cache hits",
-        "Aff. cache hits",
-        "RR requests/errors",
-        "Aff. requests/errors",
+    header = [f"{who} {name}" for name, _ in _DETAILS for who in ("RR", "Aff.")]
+    rows = [
+        [str(c), *(cell(level) for _, cell in _DETAILS for level in pair.levels(c))]
+        for c in pair.concurrencies
     ]
-    return _table(header, rows)
+    return _table(["Concurrency", *header], rows)
 
 
 def cache_section(pair: ABPair) -> list[str]:
@@ -134,13 +95,13 @@ def cache_section(pair: ABPair) -> list[str]:
     limit = workload.affinity_hit_limit
     scatter = random_scatter_hit_ratio(workers, workload.questions)
     round_robin = (
-        f"- round robin: {format_ratio(pair.round_robin.cache_hit_ratio)} (if it scattered each "
+        f"- round robin: {pair.round_robin.cache_hit_ratio:.1%} (if it scattered each "
         f"video's {workload.questions} questions at random over {workers} workers: "
-        f"{format_ratio(scatter)})"
+        f"{scatter:.1%})"
     )
     affinity = (
-        f"- session affinity: {format_ratio(pair.affinity.cache_hit_ratio)} "
-        f"(physical limit (questions-1)/questions = {format_ratio(limit)})"
+        f"- session affinity: {pair.affinity.cache_hit_ratio:.1%} "
+        f"(physical limit (questions-1)/questions = {limit:.1%})"
     )
     note = (
         "The measured ratios count whole 64-token KV blocks and include the question tokens, so "

@@ -1,14 +1,9 @@
 """Benchmark results as typed data: one level, one profile's sweep, the host around a local run.
 
 `results.json` is input as much as output: `report` reads it from a file or an archived run, and
-its numbers decide the A/B verdict. So every model here checks range and type on the way in:
-numbers are numbers (not strings or booleans), finite (no NaN, no Infinity), never negative and
-never absurdly large (`MAX_MEASURE`); a level's cached prompt tokens are at most its prompt tokens
-(a cache-hit ratio within 0..1) and its TTFT p50 at most its p95; a sweep's levels are distinct
-levels of its workload whose completed and failed requests add up to at most the requests a level
-sends; its workers are positive; its session header is the one its profile sends
-(`components.routing`): none for round robin. A file that breaks any of it is a `ResultsError`
-naming the file, the field and what is wrong (`stages.core.refusals`). AIPerf's export is read into a
+its numbers decide the A/B verdict. So every model here checks range, type and consistency on the
+way in (the validators below); a file that breaks any of it is a `ResultsError` naming the file,
+the field and what is wrong (`stages.core.model_files.refusal`). AIPerf's export is read into a
 `LevelResult` by `stages.core.aiperf_export`.
 """
 
@@ -27,8 +22,7 @@ from common.input_files import (
 )
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from stages.core.model_files import write_model
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal, write_model
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 

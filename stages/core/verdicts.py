@@ -1,8 +1,13 @@
-"""What a pod program's run means: the smoke answer, or the sweep's results. Same for every target.
+"""A pod program's run, its log, and what it means: the smoke answer, or the sweep's results. The
+same wherever it ran (a Job's pod on a cluster, or a local process).
+
+The pod programs (`stages.incluster`) print progress lines, and for perf the AIPerf exports framed
+in the log (`log_exports.export_lines`). `LogEcho` shows the log as it grows, each export as one
+line; `PodRun` is how the run ended. Then:
 
 - smoke passes when the program succeeded AND its last line starts with `Smoke test passed`;
 - perf passes when the program succeeded and every level's AIPerf export decodes from the log;
-  the exports land in `<out>/c<N>/aiperf/`, and `finish_sweep` writes `results.json` from them;
+  the exports land in `<out>/c<N>/aiperf/`, and `sweep_results` writes `results.json` from them;
 - a program that says `Frontend not ready:` fails either stage with that error's own status;
 - a sweep that stopped part-way (the frontend died, AIPerf failed at a level) still leaves
   `results.json`, with the levels it finished and `complete: false`, before the stage fails.
@@ -10,7 +15,11 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import ValidationError
 
@@ -18,13 +27,82 @@ from common.confined_paths import remove_file, write_file
 from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
-from stages.core.pod_log import PodRun
-from stages.core.refusals import refusal
+from stages.core.model_files import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
-from stages.incluster.log_exports import ExportFormatError, decode_exports
+from stages.incluster.log_exports import EXPORT_BEGIN, EXPORT_END, ExportFormatError, decode_exports
+
+LOG_TAIL_LINES = 25
+
+
+@dataclass(frozen=True)
+class PodRun:
+    """How a pod program's run ended and what it printed."""
+
+    what: str
+    """Where it ran, for messages: `Job cosmos3-nano-reasoner-smoke`, `the local perf program`."""
+    succeeded: bool
+    log: str
+    failure: str | None = None
+
+    @property
+    def lines(self) -> list[str]:
+        return [line for line in self.log.splitlines() if line.strip()]
+
+    @property
+    def last_line(self) -> str:
+        return self.lines[-1] if self.lines else ""
+
+    def tail(self, count: int = LOG_TAIL_LINES) -> str:
+        """The last log lines, without the exports' base64 bodies."""
+        readable = without_export_bodies(self.lines)
+        return "\n".join(readable[-count:]) or "(the program printed nothing)"
+
+
+def without_export_bodies(lines: list[str]) -> list[str]:
+    """The lines a reader wants: each framed export's BEGIN line stands for its whole block."""
+    kept, in_export = [], False
+    for line in lines:
+        if line.startswith(EXPORT_BEGIN):
+            kept.append(line)
+            in_export = True
+        elif line.rstrip("\r") == EXPORT_END:
+            in_export = False
+        elif not in_export:
+            kept.append(line)
+    return kept
+
+
+def printer(prefix: str, stream: TextIO | None = None) -> Callable[[str], None]:
+    """A stage's `say`: each line `[prefix] ...` on `stream` (stderr when None), flushed."""
+    target = stream or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"[{prefix}] {message}", file=target, flush=True)
+
+    return say
+
+
+class LogEcho:
+    """Prints a growing log's new complete lines; an export shows as one line, not its base64."""
+
+    def __init__(self, write: Callable[[str], None]) -> None:
+        self.write = write
+        self.printed = 0
+
+    def update(self, log: str, final: bool = False) -> None:
+        lines = log.split("\n")
+        complete = lines if final else lines[:-1]  # the last piece may still be growing
+        if final and complete and complete[-1] == "":
+            complete = complete[:-1]
+        readable = without_export_bodies(complete)  # grows only at its end as the log does
+        for line in readable[self.printed :]:
+            if line.startswith(EXPORT_BEGIN):
+                line = "(export " + line.removeprefix(EXPORT_BEGIN).strip(" =") + ")"
+            self.write(f"  pod| {line}")
+        self.printed = max(self.printed, len(readable))
 
 
 def frontend_not_ready(run: PodRun) -> str | None:
@@ -55,25 +133,19 @@ def smoke_verdict(run: PodRun) -> str:
     return last.removeprefix(smoke_pod.PASSED).strip()
 
 
-def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> list[Path]:
-    """Decode the AIPerf exports framed in a perf program's log into `<out>/c<N>/aiperf/<file>`.
-
-    Old exports of the same levels are removed first, so a level the log lacks cannot be read
-    from an earlier run.
-    """
+def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> None:
+    """Decode the AIPerf exports framed in a perf program's log into `<out>/c<N>/aiperf/<file>`,
+    masked (AIPerf echoes its endpoint and headers). Old exports of the same levels are removed
+    first, so a level the log lacks cannot be read from an earlier run."""
     for concurrency in workload.concurrencies:
         remove_file(out_dir / f"c{concurrency}" / "aiperf" / AIPERF_EXPORT_FILE)
     try:
         exports = decode_exports(log.splitlines())
     except ExportFormatError as error:
         raise StageFailed(f"the perf program's log is damaged: {error}") from error
-    written = []
     for export in exports:
         path = out_dir / f"c{export.concurrency}" / "aiperf" / export.file
-        written.append(
-            write_file(path, masked_document(export.data))
-        )  # AIPerf echoes its endpoint and headers
-    return written
+        write_file(path, masked_document(export.data))
 
 
 def sweep_results(
@@ -85,50 +157,47 @@ def sweep_results(
     conditions: RunConditions | None = None,
 ) -> ProfileResults:
     """The sweep's results from a perf program's run: the same files and `results.json` on every
-    target; fails (after saving what there is) if the run failed or a level broke its promises.
-    `conditions`: a local graph's time scale (its levels are rescaled to real time) and host."""
-    if not run.succeeded or frontend_not_ready(run):
-        _save_finished_levels(outputs, workload, run, out_dir, conditions)
-        _fail_unless_succeeded(run, "perf", log_path)
-    write_exports(run.log, workload, out_dir)
-    try:
-        levels = [read_level(out_dir / f"c{c}" / "aiperf") for c in workload.concurrencies]
-    except ResultsError as error:  # missing, or not a result: no results.json is written
-        raise ResultsError(
-            f"the perf program's log lacks a level's export, or holds an unusable one: {error}"
-        ) from None
-    return finish_sweep(outputs, workload, levels, out_dir, conditions)
-
-
-def _save_finished_levels(
-    outputs: StackOutputs,
-    workload: PerfWorkload,
-    run: PodRun,
-    out_dir: Path,
-    conditions: RunConditions | None,
-) -> None:
-    """`results.json` of a sweep that stopped part-way: every level whose export made it into the
-    log, marked incomplete; nothing when no level finished (or the log cannot be read)."""
+    target. A run that failed saves the levels it finished (in order, marked incomplete; nothing
+    when none did or the log cannot be read), then fails; a level missing from a finished run's
+    log, or no result, saves nothing. `results.json` is saved before a level that broke the
+    workload's promises fails the stage (for inspection). `conditions`: a local graph's time
+    scale (its levels are rescaled to real time) and host."""
+    failed = not run.succeeded or frontend_not_ready(run) is not None
     try:
         write_exports(run.log, workload, out_dir)
     except StageFailed:
-        return
-    finished = []
+        if not failed:
+            raise
+    levels: list[LevelResult] = []
+    unread = None
     for concurrency in workload.concurrencies:
-        artifact_dir = out_dir / f"c{concurrency}" / "aiperf"
-        if not (artifact_dir / AIPERF_EXPORT_FILE).is_file():
+        try:
+            levels.append(read_level(out_dir / f"c{concurrency}" / "aiperf"))
+        except ResultsError as error:  # missing, or not a result
+            unread = error
             break
-        try:
-            finished.append(read_level(artifact_dir))
-        except ResultsError:  # a level that is not a result did not finish; the run's failure
-            break  # is what the stage reports
-    if finished:
+    if failed:
         why = frontend_not_ready(run) or f"{run.what} failed ({run.failure})"
-        try:
-            results = _results(outputs, workload, finished, conditions, failure=why)
+        try:  # a level that is not a result did not finish; the run's failure is what counts
+            _results(outputs, workload, levels, conditions, why).save(out_dir / "results.json")
         except ResultsError:
-            return
-        results.save(out_dir / "results.json")
+            pass
+        _fail_unless_succeeded(run, "perf", log_path)
+    if unread is not None:
+        raise ResultsError(
+            f"the perf program's log lacks a level's export, or holds an unusable one: {unread}"
+        ) from None
+    try:
+        results = _results(outputs, workload, levels, conditions)
+    except ResultsError as error:
+        raise ResultsError(
+            f"{error} (each level's AIPerf export: {out_dir}/c<N>/aiperf/)"
+        ) from None
+    results.save(out_dir / "results.json")
+    problems = [p for level in levels for p in check_level(level, workload)]
+    if problems:
+        raise StageFailed("the sweep broke its promises:\n" + "\n".join(problems))
+    return results
 
 
 def check_level(level: LevelResult, workload: PerfWorkload) -> list[str]:
@@ -177,25 +246,3 @@ def _results(
         )
     except ValidationError as error:
         raise ResultsError(f"the sweep's levels are not a result: {refusal(error)}") from None
-
-
-def finish_sweep(
-    outputs: StackOutputs,
-    workload: PerfWorkload,
-    levels: list[LevelResult],
-    out_dir: Path,
-    conditions: RunConditions | None = None,
-) -> ProfileResults:
-    """Save the sweep as `out_dir/results.json`, then fail if a level broke the workload's promises
-    (the results stay saved for inspection). Levels that are no result save nothing."""
-    try:
-        results = _results(outputs, workload, levels, conditions)
-    except ResultsError as error:
-        raise ResultsError(
-            f"{error} (each level's AIPerf export: {out_dir}/c<N>/aiperf/)"
-        ) from None
-    results.save(out_dir / "results.json")
-    problems = [p for level in levels for p in check_level(level, workload)]
-    if problems:
-        raise StageFailed("the sweep broke its promises:\n" + "\n".join(problems))
-    return results

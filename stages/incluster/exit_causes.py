@@ -70,17 +70,11 @@ def disk_cause(directory: Path) -> str | None:
     return f"the disk holding {directory} is full ({free // 2**20} MiB free)"
 
 
-def log_cause(log_tail: str) -> str | None:
-    for phrase, cause in _LOG_CAUSES:
-        if phrase in log_tail:
-            return cause
-    return None
-
-
 def exit_cause(status: int | None, log_tail: str, directory: Path) -> str:
     """`exit status 0; the disk holding /x is full (0 MiB free)`: the status, then each cause
     found on the disk and in the log."""
-    disk, logged = disk_cause(directory), log_cause(log_tail)
+    disk = disk_cause(directory)
+    logged = next((cause for phrase, cause in _LOG_CAUSES if phrase in log_tail), None)
     if disk and logged and "disk" in logged:
         logged = None  # the disk check said it, with the numbers
     return "; ".join(cause for cause in (status_text(status), disk, logged) if cause)

@@ -56,11 +56,6 @@ def export_lines(export: Export) -> list[str]:
     return [begin, *body, EXPORT_END]
 
 
-def is_export_line(line: str) -> bool:
-    """True for a BEGIN or END line (the stage hides the base64 between them)."""
-    return line.startswith(EXPORT_BEGIN) or line == EXPORT_END
-
-
 def decode_exports(lines: Iterable[str]) -> list[Export]:
     """Every framed export in a log, checked against its size and digest, in log order."""
     return list(_decoded(iter(lines)))

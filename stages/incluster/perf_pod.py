@@ -202,13 +202,8 @@ def served_videos(config: dict[str, Any]) -> Iterator[None]:
         yield
         return
     make_videos(config)
-    media_dir = Path(config["media_dir"])
-    server = pod_common.MediaServer.start(media_dir, config["listen_host"], config["listen_port"])
-    try:
-        pod_common.wait_until_served(config["media_check_url"], float(config["media_wait_seconds"]))
+    with pod_common.serving(config, config["media_check_url"]):
         yield
-    finally:
-        server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

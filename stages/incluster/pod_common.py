@@ -15,10 +15,9 @@ import shutil
 import subprocess
 import threading
 import time
-import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -58,33 +57,38 @@ def load_config(path: Path) -> dict[str, Any]:
 # --- the frontend gate --------------------------------------------------------------------------
 
 
-def listed_models(models_url: str) -> set[str]:
-    """The model ids `/v1/models` lists; raises OSError or ValueError when it does not answer."""
-    with urllib.request.urlopen(models_url, timeout=HTTP_TIMEOUT_SECONDS) as response:
-        body = json.loads(response.read())
-    return {str(entry.get("id")) for entry in body.get("data", []) if isinstance(entry, dict)}
+def _poll(attempt: Callable[[], str | None], timeout_seconds: float, interval: float) -> str | None:
+    """Call `attempt` until it finds nothing missing (None), bounded; otherwise what it said was
+    missing (or the error it raised) the last time."""
+    deadline = time.monotonic() + timeout_seconds
+    while True:
+        try:
+            missing = attempt()
+        except (OSError, ValueError) as error:
+            missing = f"{type(error).__name__}: {error}"
+        if missing is None or time.monotonic() + interval > deadline:
+            return missing
+        time.sleep(interval)
 
 
 def wait_for_model(
     models_url: str, model: str, timeout_seconds: float, interval: float = 5.0
 ) -> None:
     """Poll `/v1/models` until it lists `model`, like the recipes' readiness gate; bounded."""
-    deadline = time.monotonic() + timeout_seconds
-    last = "no answer yet"
-    while True:
-        try:
-            models = listed_models(models_url)
-            if model in models:
-                say(f"frontend lists {model}")
-                return
-            last = f"it lists {sorted(models) or 'no model'}"
-        except (OSError, ValueError) as error:
-            last = f"{type(error).__name__}: {error}"
-        if time.monotonic() + interval > deadline:
-            raise PodFrontendNotReady(
-                f"{models_url} did not list {model} within {timeout_seconds:.0f} s ({last})"
-            )
-        time.sleep(interval)
+
+    def listed() -> str | None:
+        with urllib.request.urlopen(models_url, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            body = json.loads(response.read())
+        data = body.get("data", [])
+        models = {str(entry.get("id")) for entry in data if isinstance(entry, dict)}
+        return None if model in models else f"it lists {sorted(models) or 'no model'}"
+
+    missing = _poll(listed, timeout_seconds, interval)
+    if missing:
+        raise PodFrontendNotReady(
+            f"{models_url} did not list {model} within {timeout_seconds:.0f} s ({missing})"
+        )
+    say(f"frontend lists {model}")
 
 
 # --- videos ------------------------------------------------------------------------------------
@@ -128,50 +132,44 @@ class _MediaHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-@dataclass
-class MediaServer:
-    """A threaded HTTP server for the videos; the workers fetch them through the media Service."""
-
-    server: http.server.ThreadingHTTPServer
-    thread: threading.Thread
-
-    @classmethod
-    def start(cls, directory: Path, host: str, port: int) -> MediaServer:
-        handler = functools.partial(_MediaHandler, directory=str(directory))
-        server = http.server.ThreadingHTTPServer((host, port), handler)
-        thread = threading.Thread(target=server.serve_forever, name="media-server", daemon=True)
-        thread.start()
-        say(f"serving {directory} on {host}:{server.server_address[1]}")
-        return cls(server, thread)
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
+@contextmanager
+def serving(config: dict[str, Any], check_url: str) -> Iterator[None]:
+    """The config's `media_dir` served over HTTP for the block (the workers fetch the videos
+    through the media Service), proven fetchable at `check_url` before the block runs."""
+    handler = functools.partial(_MediaHandler, directory=config["media_dir"])
+    server = http.server.ThreadingHTTPServer(
+        (config["listen_host"], config["listen_port"]), handler
+    )
+    thread = threading.Thread(target=server.serve_forever, name="media-server", daemon=True)
+    thread.start()
+    say(f"serving {config['media_dir']} on {config['listen_host']}:{server.server_address[1]}")
+    try:
+        wait_until_served(check_url, float(config["media_wait_seconds"]))
+        yield
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
 
 
-def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -> int:
-    """Fetch `url` until it answers 200 with content; returns its size.
+def wait_until_served(url: str, timeout_seconds: float, interval: float = 2.0) -> None:
+    """Fetch `url` until it answers 200 with content.
 
     In the cluster the URL goes through the media Service, so this also waits until the Service
     routes to this pod (the pod must be Ready and the endpoints propagated): what the workers will
     fetch is proven fetchable before the first request.
     """
-    deadline = time.monotonic() + timeout_seconds
-    last = "no answer yet"
-    while True:
-        try:
-            with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_SECONDS) as response:
-                size = len(response.read())
-            if size:
-                say(f"{url} serves {size} bytes")
-                return size
-            last = "an empty body"
-        except (OSError, ValueError) as error:
-            last = f"{type(error).__name__}: {error}"
-        if time.monotonic() + interval > deadline:
-            raise PodFailure(f"{url} was not served within {timeout_seconds:.0f} s ({last})")
-        time.sleep(interval)
+
+    def fetched() -> str | None:
+        with urllib.request.urlopen(url, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            size = len(response.read())
+        if size:
+            say(f"{url} serves {size} bytes")
+        return None if size else "an empty body"
+
+    missing = _poll(fetched, timeout_seconds, interval)
+    if missing:
+        raise PodFailure(f"{url} was not served within {timeout_seconds:.0f} s ({missing})")
 
 
 def run_pod_program(

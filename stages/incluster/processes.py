@@ -73,26 +73,30 @@ class GroupProcess:
         # process group: never signal it then.
         if self.stopped:
             return False
-        return self.popen.poll() is None or group_alive(self.pgid)
+        return self.popen.poll() is None or bool(group_members(self.pgid))
 
     def stop(self) -> None:
         """SIGTERM the group, wait a grace period, then SIGKILL whatever is left of it."""
-        if not self._group_may_exist():
-            self.stopped = True
-            return
-        self.request_stop()
-        try:
-            self.popen.wait(timeout=self.stop_grace_seconds)
-        except subprocess.TimeoutExpired:
-            pass
-        deadline = time.monotonic() + self.stop_grace_seconds
-        while group_alive(self.pgid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if group_alive(self.pgid):
-            signal_group(self.pgid, signal.SIGKILL)
-        if self.popen.poll() is None:
-            self.popen.wait(timeout=self.stop_grace_seconds)
+        if self._group_may_exist():
+            _stop_group(self.pgid, self.popen, self.stop_grace_seconds, alone=0)
+            if self.popen.poll() is None:
+                self.popen.wait(timeout=self.stop_grace_seconds)
         self.stopped = True
+
+
+def _stop_group(pgid: int, leader: subprocess.Popen[bytes], grace: float, alone: int) -> None:
+    """SIGTERM the group, give its `leader` then the rest `grace` seconds each to end (until no
+    more than `alone` members are left: 1 when the caller is in it), then SIGKILL the group."""
+    signal_group(pgid, signal.SIGTERM)
+    try:
+        leader.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        pass
+    deadline = time.monotonic() + grace
+    while len(group_members(pgid)) > alone and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if alone or group_members(pgid):
+        signal_group(pgid, signal.SIGKILL)  # the caller too, when it is in the group
 
 
 def _fresh_log(path: Path) -> BinaryIO:
@@ -161,22 +165,10 @@ def guard(lifeline: int, argv: Sequence[str]) -> int:
     while child.poll() is None:
         ready, _, _ = select.select([lifeline], [], [], GUARD_POLL_SECONDS)
         if ready and not os.read(lifeline, 1):  # end of pipe: the parent is gone
-            _stop_own_group(child)
+            _stop_group(os.getpgrp(), child, STOP_GRACE_SECONDS, alone=1)  # the guard catches TERM
             break
     status = child.wait()
     return status if status >= 0 else 128 - status
-
-
-def _stop_own_group(child: subprocess.Popen[bytes]) -> None:
-    os.killpg(os.getpgrp(), signal.SIGTERM)  # the guard itself catches it
-    try:
-        child.wait(timeout=STOP_GRACE_SECONDS)
-    except subprocess.TimeoutExpired:
-        pass
-    deadline = time.monotonic() + STOP_GRACE_SECONDS
-    while len(group_members(os.getpgrp())) > 1 and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(os.getpgrp(), signal.SIGKILL)  # whatever is left, the guard included
 
 
 @contextmanager
@@ -201,26 +193,25 @@ def signal_group(pgid: int, signum: int) -> None:
         pass
 
 
+def proc_stat(pid: int | str) -> list[str] | None:
+    """The fields of `/proc/<pid>/stat` after the command name (state, ppid, pgrp, ...); None
+    once the process has gone. The name is in parentheses and may hold spaces and parentheses, so
+    the fields start after the last `)`."""
+    try:
+        text = (Path("/proc") / str(pid) / "stat").read_text()
+    except OSError:
+        return None
+    return text[text.rfind(")") + 2 :].split()
+
+
 def group_members(pgid: int) -> list[int]:
     """PIDs whose process group is `pgid`, from /proc; zombies (already exited) excluded."""
     members = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        # Fields after the command name, which is in parentheses and may contain spaces.
-        fields = stat[stat.rfind(")") + 2 :].split()
-        state, process_group = fields[0], int(fields[2])
-        if process_group == pgid and state != "Z":
+        fields = proc_stat(entry.name) if entry.name.isdigit() else None
+        if fields and int(fields[2]) == pgid and fields[0] != "Z":
             members.append(int(entry.name))
     return members
-
-
-def group_alive(pgid: int) -> bool:
-    return bool(group_members(pgid))
 
 
 def rss_bytes(pid: int) -> int:

@@ -67,21 +67,17 @@ def run(config: dict[str, Any]) -> str:
     pod_common.wait_for_model(
         config["models_url"], config["served_model"], float(config["model_wait_seconds"])
     )
-    media_dir = Path(config["media_dir"])
     ffmpeg = pod_common.ffmpeg_executable(config.get("ffmpeg"))
-    video = pod_common.make_video(ffmpeg, config["ffmpeg_args"], media_dir / config["video_name"])
+    video = Path(config["media_dir"]) / config["video_name"]
+    pod_common.make_video(ffmpeg, config["ffmpeg_args"], video)
     say(f"made {video.name} ({video.stat().st_size} bytes)")
-    server = pod_common.MediaServer.start(media_dir, config["listen_host"], config["listen_port"])
-    try:
-        pod_common.wait_until_served(config["video_url"], float(config["media_wait_seconds"]))
+    with pod_common.serving(config, config["video_url"]):
         say(f"asking {config['served_model']} about {config['video_url']}")
         return ask(
             f"{config['frontend_url']}/v1/chat/completions",
             config["request_body"],
             float(config["request_timeout_seconds"]),
         )
-    finally:
-        server.stop()
 
 
 def main(argv: list[str] | None = None) -> int:

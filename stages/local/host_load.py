@@ -18,10 +18,10 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import Self
 
 from stages.core.results import HostLoad
+from stages.incluster.processes import proc_stat
 
 PROC = Path("/proc")
 SAMPLE_SECONDS = 1.0
@@ -36,12 +36,8 @@ class _Thread:
 
 
 def _parent(pid: str) -> int | None:
-    try:
-        stat = (PROC / pid / "stat").read_text()
-    except OSError:
-        return None
-    # `pid (comm) state ppid ...`: comm may hold spaces and parentheses, so split after the last.
-    return int(stat.rsplit(")", 1)[1].split()[1])
+    fields = proc_stat(pid)
+    return None if fields is None else int(fields[1])
 
 
 def process_parents() -> dict[int, int | None]:
@@ -108,12 +104,7 @@ class HostSampler:
         self._thread.start()
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self._stop.set()
         self._thread.join(timeout=10)
         self._add(snapshot(self.root), time.monotonic())

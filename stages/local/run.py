@@ -29,9 +29,8 @@ from common.confined_paths import no_link_below, remove_file, write_file
 from common.credentials import mask
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
-from stages.core.aiperf import NEW_CONNECTIONS
-from stages.core.pod_log import LogEcho, PodRun
 from stages.core.pod_plans import (
+    NEW_CONNECTIONS,
     PERF_PLAN,
     SMOKE_CONFIG,
     PlanSettings,
@@ -42,7 +41,7 @@ from stages.core.pod_plans import (
     smoke_pod_config,
 )
 from stages.core.results import ProfileResults, RunConditions
-from stages.core.verdicts import smoke_verdict, sweep_results
+from stages.core.verdicts import LogEcho, PodRun, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
 from stages.errors import FrontendNotReady, UsageError
 from stages.incluster.exit_causes import exit_cause
@@ -108,15 +107,6 @@ def require_listening(outputs: StackOutputs) -> None:
         ) from None
 
 
-def _printer(stage: str, stream: TextIO | None) -> Callable[[str], None]:
-    target = stream or sys.stderr
-
-    def say(message: str) -> None:
-        print(f"[{stage} lab] {message}", file=target, flush=True)
-
-    return say
-
-
 def run_program(
     entry: str, config: tuple[str, bytes], work_dir: Path, say: Callable[[str], None]
 ) -> PodRun:
@@ -145,19 +135,15 @@ def run_program(
 
 
 def _keep_masked(log_path: Path, log: str) -> None:
-    """The program's log file with every credential masked. Written beside it, then moved over
-    it, so a full disk cannot cut the log short; if even that fails, the unmasked log goes (its
-    end is in the stage's message), since a secret in plain text must not stay on disk."""
+    """The program's log file with every credential masked, replaced whole (`write_file`), so a
+    full disk cannot cut the log short; if even that fails, the unmasked log goes (its end is in
+    the stage's message), since a secret in plain text must not stay on disk."""
     masked = mask(log)
-    if masked == log:
-        return
-    beside = log_path.with_name(log_path.name + ".masked")
-    try:
-        beside.write_text(masked)
-        beside.replace(log_path)
-    except OSError:
-        beside.unlink(missing_ok=True)
-        log_path.unlink(missing_ok=True)
+    if masked != log:
+        try:
+            write_file(log_path, masked)
+        except OSError:
+            log_path.unlink(missing_ok=True)
 
 
 def run_local_smoke(
@@ -178,7 +164,9 @@ def run_local_smoke(
     )
     config = smoke_pod_config(outputs, f"http://{LOOPBACK}:{port}", place, model_wait_seconds)
     content = (json.dumps(config, indent=2) + "\n").encode()
-    run = run_program("smoke_pod.py", (SMOKE_CONFIG, content), work_dir, _printer("smoke", stream))
+    run = run_program(
+        "smoke_pod.py", (SMOKE_CONFIG, content), work_dir, printer("smoke lab", stream)
+    )
     return smoke_verdict(run)
 
 
@@ -211,7 +199,7 @@ def run_local_perf(
         write_dataset(rows, dataset_path(place, concurrency))
     content = gzip.compress(json.dumps(plan).encode(), mtime=0)
     with HostSampler() as host:
-        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, _printer("perf", stream))
+        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, printer("perf lab", stream))
     if conditions is not None:
         conditions = conditions.model_copy(update={"sweep": host.load()})
     return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG, conditions)

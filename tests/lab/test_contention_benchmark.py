@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from components.routing import RoutingProfile
 from lab.contention_benchmark import AbMeasurement, compare, render
-from stages.core.ab_pair import ABPair
+from stages.core.ab_verdict import ABPair
 from tests.stages.core.test_report import level, results
 
 

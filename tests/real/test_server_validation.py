@@ -23,8 +23,7 @@ from hypothesis import strategies as st
 from components.config_parser import ConfigError, parse_stack_config
 from components.routing import RoutingProfile
 from components.settings import PROJECT
-from stages.cluster.manifests import perf_manifests, smoke_manifests
-from stages.cluster.pod_template import JobSettings
+from stages.cluster.manifests import JobSettings, perf_manifests, smoke_manifests
 from stages.core.workload import RECIPE_WORKLOAD
 from testenv import cluster as local
 from testenv.cluster.objects import CONTEXT

@@ -7,6 +7,7 @@ moves to the next `Frame` (staying on the last), and `pods`/`pod_log` answer fro
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,3 +126,15 @@ class FakeCluster:
 
     def pod_log(self, name: str) -> str:
         return self.frame.log
+
+
+def pod_files(config_map: Manifest) -> dict[str, bytes]:
+    """The files the pod sees under /config, by relative path (as the volume's items lay out)."""
+    contents = {key: value.encode() for key, value in config_map.get("data", {}).items()}
+    for key, value in config_map.get("binaryData", {}).items():
+        contents[key] = base64.b64decode(value)
+    return {_mount_path(key): data for key, data in contents.items()}
+
+
+def _mount_path(key: str) -> str:
+    return f"stages/incluster/{key}" if key.endswith(".py") else key

@@ -21,7 +21,6 @@ from components.routing import RoutingProfile
 from stages.archive import checked_files
 from stages.cli import main
 from stages.cluster import run as cluster
-from stages.cluster.manifests import pod_files
 from stages.core.results import ProfileResults
 from stages.errors import EXIT_STATUSES
 from stages.incluster.log_exports import Export, export_lines
@@ -32,6 +31,7 @@ from tests.stages.cluster.fakes import (
     cluster_outputs,
     failed,
     pending,
+    pod_files,
     running,
     succeeded,
 )

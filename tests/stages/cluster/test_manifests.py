@@ -24,32 +24,35 @@ from policy.rules import image_is_pinned, looks_secret
 from stages.archive import find_secret
 from stages.cluster import manifests as cluster_jobs
 from stages.cluster.manifests import (
+    IMAGEIO_FFMPEG,
     PERF_JOB,
     SMOKE_JOB,
-    perf_manifests,
-    pod_files,
-    smoke_manifests,
-)
-from stages.cluster.pod_template import (
-    IMAGEIO_FFMPEG,
     JobSettings,
     check_pip_index_url,
     has_credentials,
+    perf_manifests,
+    smoke_manifests,
 )
 from stages.cluster.run import (
     CLUSTER_TOKENIZER,
     ClusterOptions,
     check_cluster_workload,
-    distinct_video_limit,
     perf_objects,
 )
-from stages.core.aiperf import AIPERF_VERSION, aiperf_environment, aiperf_profile_args
-from stages.core.pod_plans import PlanSettings, PodPlace, smoke_pod_config
-from stages.core.smoke import smoke_request_body
-from stages.core.video import distinct_video_args
+from stages.core.pod_plans import (
+    AIPERF_VERSION,
+    DISTINCT_VIDEOS,
+    PlanSettings,
+    PodPlace,
+    aiperf_environment,
+    aiperf_profile_args,
+    distinct_video_args,
+    smoke_pod_config,
+    smoke_request_body,
+)
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
-from tests.stages.cluster.fakes import REPO, cluster_outputs
+from tests.stages.cluster.fakes import REPO, cluster_outputs, pod_files
 
 PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
@@ -307,7 +310,7 @@ def test_a_sweep_the_cluster_cannot_run_is_refused_before_it_is_built(
 
 
 def test_the_video_limit_is_the_generators() -> None:
-    limit = distinct_video_limit()
+    limit = DISTINCT_VIDEOS
 
     assert distinct_video_args("/tmp/x.mp4", limit - 1)
     with pytest.raises(ValueError, match=f"at most {limit} distinct"):

@@ -19,10 +19,9 @@ from stages.cluster.api import Condition, PodState
 from stages.cluster.job_runner import Timer
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.cluster.run import ClusterOptions, run_cluster_perf, run_cluster_smoke
-from stages.core.pod_log import LogEcho, PodRun
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
-from stages.core.verdicts import sweep_results
+from stages.core.verdicts import LogEcho, PodRun, sweep_results
 from stages.core.workload import RECIPE_WORKLOAD
 from stages.errors import (
     EXIT_FRONTEND_NOT_READY,

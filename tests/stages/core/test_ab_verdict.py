@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from components.routing import RoutingProfile
-from stages.core.ab_pair import ABPair
-from stages.core.ab_verdict import conditions_lines, verdict_line
+from stages.core.ab_verdict import ABPair, conditions_lines, verdict_line
 from stages.core.report import render_markdown
 from stages.core.results import HostLoad, ProfileResults, RunConditions
 from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN, level, results

@@ -8,7 +8,7 @@ import pytest
 
 from components.routing import SESSION_HEADER, RoutingProfile
 from lab.tools import LAB_WORKLOAD
-from stages.core.ab_pair import gain_percent
+from stages.core.ab_verdict import gain_percent
 from stages.core.markdown import markdown_text
 from stages.core.report import (
     ABPair,

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from stages.core.smoke import SMOKE_QUESTION, smoke_request_body
+from stages.core.pod_plans import SMOKE_QUESTION, smoke_request_body
 from stages.incluster.pod_common import PodFailure
 from stages.incluster.smoke_pod import answer_of
 

@@ -16,8 +16,8 @@ import pytest
 
 from common.ports import free_port
 from components.routing import RoutingProfile
-from stages.core.pod_log import PodRun
 from stages.core.pod_plans import SMOKE_CONFIG, PodPlace, smoke_pod_config
+from stages.core.verdicts import PodRun
 from stages.incluster import pod_common
 from stages.incluster.log_exports import (
     EXPORT_LINE_WIDTH,

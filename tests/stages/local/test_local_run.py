@@ -177,10 +177,10 @@ def test_a_log_that_cannot_be_masked_on_disk_is_not_kept_in_plain(
     log = tmp_path / "program.log"
     log.write_text(PIP_LINE)
 
-    def full(self: Path, text: str) -> int:
+    def full(path: Path, content: str) -> Path:
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(Path, "write_text", full)
+    monkeypatch.setattr("stages.local.run.write_file", full)
     _keep_masked(log, PIP_LINE)
 
     assert list(tmp_path.iterdir()) == []
