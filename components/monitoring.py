@@ -144,7 +144,8 @@ def panels(args: MonitoringArgs, namespace: str) -> list[tuple[str, str, list[tu
     """The dashboard's panels: (title, unit, [(query, legend)])."""
     frontend = _selector(namespace, args.graph, "frontend")
     worker = _selector(namespace, args.graph, "worker")
-    per_worker = f"rate(dynamo_component_requests_total{{{worker}}}[5m])"
+    generate = f'{worker},dynamo_endpoint="generate"'
+    per_worker = f"rate(dynamo_component_requests_total{{{generate}}}[5m])"
     share = f"sum by (worker_id) ({per_worker}) / ignoring (worker_id) group_left sum({per_worker})"
     ttft = "dynamo_frontend_time_to_first_token_seconds"
     duration = "dynamo_frontend_request_duration_seconds"
