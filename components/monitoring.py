@@ -86,7 +86,7 @@ def _quantile(q: float, histogram: str, frontend: str) -> str:
 
 
 def alerts(args: MonitoringArgs, namespace: str) -> list[Manifest]:
-    """The rule's alerts: (name, expression, for, summary) in a table."""
+    """The rule's alerts: (name, expression, for, summary, what to look at) in a table."""
     frontend = _selector(namespace, args.graph, "frontend")
     worker = _selector(namespace, args.graph, "worker")
     requests = f"sum(rate(dynamo_frontend_requests_total{{{frontend}}}[5m]))"
@@ -98,25 +98,29 @@ def alerts(args: MonitoringArgs, namespace: str) -> list[Manifest]:
             # The graph's Ready condition is no metric: its frontend ready to route the model is.
             f"(max(dynamo_frontend_model_ready{{{frontend}}}) or vector(0)) < 1",
             "5m",
-            f"{args.graph}: the frontend is down or cannot route the model",
+            "the frontend is down or cannot route the model",
+            "is the frontend pod running, and does any worker serve the model?",
         ),
         (
             "Cosmos3WorkersMissing",
             f"(count(up{{{worker}}} == 1) or vector(0)) < {args.worker_replicas}",
             "10m",
-            f"{args.graph}: fewer than {args.worker_replicas} workers serving",
+            f"fewer than {args.worker_replicas} workers serving",
+            "a worker crashed, restarts (loading the model again) or cannot be scheduled",
         ),
         (
             "Cosmos3FrontendErrors",
             f"{errors} / {requests} > {ERROR_RATIO_ALERT:g}",
             "10m",
-            f"{args.graph}: over {ERROR_RATIO_ALERT:.0%} of the frontend's requests fail",
+            f"over {ERROR_RATIO_ALERT:.0%} of the frontend's requests fail",
+            "clients get errors: read the frontend's and the workers' logs",
         ),
         (
             "Cosmos3SlowFirstToken",
             f"{ttft} > {args.ttft_seconds_alert}",
             "10m",
-            f"{args.graph}: p95 time to first token over {args.ttft_seconds_alert} s",
+            f"p95 time to first token over {args.ttft_seconds_alert} s",
+            "requests queue: too few workers for the load, or the prefix cache is not reused",
         ),
     ]
     return [
@@ -126,11 +130,11 @@ def alerts(args: MonitoringArgs, namespace: str) -> list[Manifest]:
             "for": duration,
             "labels": {"severity": "warning"},
             "annotations": {
-                "summary": summary,
-                "description": f"{summary} (value {{{{ $value }}}})",
+                "summary": f"{args.graph}: {summary}",
+                "description": f"{what} (value {{{{ $value }}}})",
             },
         }
-        for alert, expr, duration, summary in table
+        for alert, expr, duration, summary, what in table
     ]
 
 
