@@ -72,3 +72,15 @@ class GraphArgs(_Args):
     """For a graph at its first generation."""
     update_timeout_seconds: int
     """After a change: every worker restarts, in the operator's rolling update."""
+
+
+class MonitoringArgs(_Args):
+    graph: str
+    """The DynamoGraphDeployment's name: the monitor selects its pods, the alerts its targets."""
+    kind: str
+    """PodMonitor or ServiceMonitor."""
+    labels: tuple[str, ...]
+    """`key=value` items Prometheus selects the monitor and the rule by."""
+    worker_replicas: int
+    ttft_seconds_alert: int
+    dashboard: bool

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 
 from common.credentials import credential_kind, is_secret_env_name
 from components import k8s_values as k8s
+from components import names
 from components.image_reference import holds_userinfo
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
@@ -158,6 +159,13 @@ def _unique(what: str) -> AfterValidator:
     return AfterValidator(check)
 
 
+def _monitoring_label(item: str) -> list[str]:
+    key = item.partition("=")[0]
+    if key in names.labels(""):
+        return [f"{key} is the recipe's own label on every object; choose another key"]
+    return k8s.label_problems(item)
+
+
 def _command(items: list[str]) -> list[str]:
     if not items[0].strip():
         raise ValueError("the first item must name the program to run")
@@ -200,6 +208,11 @@ NodeSelector = Annotated[
     list[Annotated[str, _rule(k8s.node_selector_problems)]],
     BeforeValidator(_json_list),
     _unique("node selector key"),
+]
+MonitoringLabels = Annotated[
+    list[Annotated[str, _rule(_monitoring_label)]],
+    BeforeValidator(_json_list),
+    _unique("label key"),
 ]
 Tolerations = Annotated[
     list[Annotated[str, _rule(k8s.toleration_problems)]], BeforeValidator(_json_list)

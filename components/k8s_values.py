@@ -205,9 +205,15 @@ def is_positive_quantity(value: str) -> list[str]:
 def node_selector_problems(item: str) -> list[str]:
     """A `key=value` node selector entry: core/validation ValidatePodSpec checks nodeSelector with
     ValidateLabels, key IsQualifiedName and value IsValidLabelValue."""
+    return label_problems(item, "nvidia.com/gpu.product=NVIDIA-H200")
+
+
+def label_problems(item: str, example: str = "release=prometheus") -> list[str]:
+    """A `key=value` label, as ValidateLabels checks one: key IsQualifiedName, value
+    IsValidLabelValue."""
     key, equals, value = item.partition("=")
     if not equals:
-        return ["must be key=value (e.g. nvidia.com/gpu.product=NVIDIA-H200)"]
+        return [f"must be key=value (e.g. {example})"]
     problems = [f"key {problem}" for problem in is_qualified_name(key)]
     return problems + [f"value {problem}" for problem in is_valid_label_value(value)]
 

@@ -43,7 +43,8 @@ class ObjectRef:
     def collection_path(self) -> str:
         """The API path of this kind's collection in this object's namespace."""
         root = "/api/v1" if self.api_version == "v1" else f"/apis/{self.api_version}"
-        where = "" if self.kind == "Namespace" else f"/namespaces/{self.namespace}"
+        cluster_wide = self.kind in ("Namespace", "CustomResourceDefinition")
+        where = "" if cluster_wide else f"/namespaces/{self.namespace}"
         return f"{root}{where}/{self.kind.lower()}s"  # every plural here is kind + s
 
     def path(self) -> str:

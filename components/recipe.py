@@ -18,6 +18,7 @@ from components.args import (
     DownloadArgs,
     GraphArgs,
     ModelCacheArgs,
+    MonitoringArgs,
     NamespaceArgs,
     SecretsArgs,
     WorkerArgs,
@@ -29,6 +30,7 @@ from components.layer_manifests import SharedLayer
 from components.live import Live
 from components.model_cache import ModelCache
 from components.model_download import ModelDownload
+from components.monitoring import Monitoring, require_crds
 from components.namespace import Namespace
 from components.secrets import Secrets, SecretValues
 from components.settings import StackSettings, qualified_stack_name
@@ -50,6 +52,8 @@ class Recipe(pulumi.ComponentResource):
         opts: pulumi.ResourceOptions | None = None,
     ) -> None:
         super().__init__("cosmos3:recipe:Recipe", name, None, opts)
+        if settings.monitoring:  # before anything is created
+            require_crds(live, settings.monitoring_kind)
         if settings.uses_shared_layer:
             layer = _read_shared_layer(name, settings, self)
             ready: list[pulumi.Input[pulumi.Resource]] = []
@@ -65,6 +69,14 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            if settings.monitoring:
+                Monitoring(
+                    f"{name}-monitoring",
+                    monitoring_args(settings),
+                    layer,
+                    live,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
             # Exported once the graph is Ready: an update that did not get there keeps the outputs
             # of the last one that did.
             contract = pulumi.Output.all(layer, graph.ready).apply(
@@ -194,6 +206,17 @@ def graph_args(settings: StackSettings) -> GraphArgs:
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,
         update_timeout_seconds=settings.graph_update_timeout_seconds,
+    )
+
+
+def monitoring_args(settings: StackSettings) -> MonitoringArgs:
+    return MonitoringArgs(
+        graph=names.graph_name(settings.profile),
+        kind=settings.monitoring_kind,
+        labels=tuple(settings.monitoring_labels),
+        worker_replicas=settings.worker_replicas,
+        ttft_seconds_alert=settings.monitoring_ttft_seconds_alert,
+        dashboard=settings.monitoring_dashboard,
     )
 
 

@@ -23,6 +23,7 @@ from components.config_rules import (
     ExtraEnv,
     GpuCount,
     Image,
+    MonitoringLabels,
     NimProfile,
     NodeSelector,
     OwnNamespace,
@@ -53,6 +54,10 @@ QUIET_KEYS = frozenset(
 )
 """Keys whose values a refusal never shows: an env value or a command may hold a secret, a user
 name or a path is nobody else's business. Every other key's value is shown when it is short."""
+
+
+MAX_TTFT_ALERT_SECONDS = 3600
+"""A time to first token over an hour is a typo, not a threshold."""
 
 
 class StackSettings(BaseModel):
@@ -105,6 +110,13 @@ class StackSettings(BaseModel):
     worker_tolerations: Tolerations
     worker_extra_env: ExtraEnv
     nim_model_profile: NimProfile
+
+    # Monitoring of the graph (components/monitoring.py): off unless asked for.
+    monitoring: bool
+    monitoring_kind: Literal["PodMonitor", "ServiceMonitor"]
+    monitoring_labels: MonitoringLabels
+    monitoring_ttft_seconds_alert: Annotated[int, Field(ge=1, le=MAX_TTFT_ALERT_SECONDS)]
+    monitoring_dashboard: bool
 
     @property
     def routing(self) -> Routing:
@@ -202,6 +214,15 @@ def _shared_layer_and_no_graph(s: StackSettings) -> str | None:
     return None
 
 
+def _monitoring_without_graph(s: StackSettings) -> str | None:
+    if s.monitoring and not s.deploy_graph:
+        return (
+            f"{config_key('monitoring')} is true and {config_key('deployGraph')} is false: the "
+            "monitoring objects watch a graph; set monitoring on the profile stacks that deploy one"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -209,6 +230,7 @@ _CROSS_CHECKS = (
     ),
     CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
     CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
+    CrossCheck(frozenset({"monitoring", "deploy_graph"}), _monitoring_without_graph),
 )
 
 

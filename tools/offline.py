@@ -240,7 +240,8 @@ COMPLETED_JOB_STATUS = {
 
 class MockCluster:
     """The live cluster the mocks imply (a `components.live.ClusterView`): the download Job
-    complete (as `RecordingMocks` answers it) and every graph Ready, each read recorded.
+    complete (as `RecordingMocks` answers it), every graph Ready and every CRD installed, each
+    read recorded.
     `objects` puts others in place, by (kind, name); a None there is an object that is not."""
 
     def __init__(self, objects: dict[tuple[str, str], dict[str, Any] | None] | None = None):
@@ -260,6 +261,8 @@ class MockCluster:
         return None
 
     def metadata(self, ref: Any) -> dict[str, Any] | None:
+        if ref.kind == "CustomResourceDefinition" and (ref.kind, ref.name) not in self.objects:
+            return {"metadata": {"name": ref.name}}  # every CRD the program needs is installed
         found = self.objects.get((ref.kind, ref.name))
         return None if found is None else {"metadata": found.get("metadata", {})}
 

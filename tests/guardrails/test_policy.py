@@ -115,6 +115,19 @@ def test_every_shipped_stack_passes_every_policy(run_stack: RunStack, stack: str
     assert found == {}
 
 
+@pytest.mark.parametrize("kind", ["PodMonitor", "ServiceMonitor"])
+def test_monitoring_objects_pass_every_policy(run_stack: RunStack, kind: str) -> None:
+    run = run_stack("round-robin", {"monitoring": True, "monitoringKind": kind})
+    found = {
+        (policy.name, resource.name): message
+        for resource in run.kubernetes_objects()
+        for policy in rules.POLICIES
+        for message in violations(policy, validation_args(resource))
+    }
+    assert found == {}
+    assert len(run.kubernetes_objects()) == 4  # the graph, the monitor, the rule, the dashboard
+
+
 def test_policies_cover_the_objects_they_are_about(run_stack: RunStack) -> None:
     run = run_stack("dev")
     graph, job = run.one(rules.GRAPH), run.one(rules.JOB)
