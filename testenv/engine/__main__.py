@@ -8,20 +8,23 @@ from collections.abc import Sequence
 from common.parsers import CommandParser
 from testenv.engine import EngineError, cache_home, located
 from testenv.engine import __doc__ as package_doc
-from testenv.engine.build import build, build_tools
+from testenv.engine.build import build, build_tools, monitoring_crds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = CommandParser(
         prog="python -m testenv.engine", description=(package_doc or "").split("\n")[0]
     )
-    parser.add_argument("command", choices=("build", "env", "path"))
+    parser.add_argument("command", choices=("build", "env", "path", "monitoring-crds"))
     parser.add_argument(
         "tools", nargs="*", help="build: only these tools, into their slots (no engine assembled)"
     )
     args = parser.parse_args(argv)
     home = cache_home()
     try:
+        if args.command == "monitoring-crds":
+            print("\n".join(map(str, monitoring_crds(home))))
+            return 0
         if args.command == "build" and args.tools:
             for name, binary in build_tools(home, args.tools).items():
                 print(f"{name}: {binary}")

@@ -17,6 +17,9 @@ from testenv.engine.pins import (
     KWOK_STAGES,
     KWOK_VERSION,
     LANGUAGE_EXEC,
+    MONITORING_CRDS,
+    MONITORING_MODULE,
+    MONITORING_VERSION,
     PROVIDER_BINARY,
     PROVIDER_MODULE,
     PROVIDER_MODULE_VERSION,
@@ -146,6 +149,28 @@ def s3_server(
 ) -> Path:
     """SeaweedFS's `weed`, built into its slot if it is not there yet (`pins.S3_SERVER`)."""
     return build_tools(home, [S3_SERVER.name], out, environ)[S3_SERVER.name]
+
+
+def monitoring_crds(
+    home: Path, out: Callable[[str], None] = say, environ: Mapping[str, str] = os.environ
+) -> list[Path]:
+    """prometheus-operator's CRD files (`pins.MONITORING_CRDS`), downloaded into the module cache
+    if they are not there yet: seconds, nothing is built."""
+    if found := located_monitoring_crds(home):
+        return found
+    builder = Builder(home, go_environment(home, environ), out)
+    module = f"{MONITORING_MODULE}@{MONITORING_VERSION}"
+    builder.run("monitoring CRDs download", ["go", "mod", "download", module], home)
+    if found := located_monitoring_crds(home):
+        return found
+    raise EngineError(f"engine: {module} holds no {', '.join(MONITORING_CRDS)}")
+
+
+def located_monitoring_crds(home: Path) -> list[Path]:
+    """The monitoring CRD files in the module cache (no `go`: the real tier runs offline), or []."""
+    folder = home / "go" / "mod" / f"{MONITORING_MODULE}@{MONITORING_VERSION}"
+    paths = [folder / name for name in MONITORING_CRDS]
+    return paths if all(path.is_file() for path in paths) else []
 
 
 def _slot(tool: GoTool, go: str) -> str:

@@ -39,6 +39,18 @@ KWOK_VERSION = "0.8.0"
 SEAWEEDFS_VERSION = "4.53"
 SEAWEEDFS_MODULE_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
 
+# prometheus-operator's CRDs, for the monitoring objects the program creates when `monitoring` is on:
+# YAML files of its root module, downloaded (nothing built) and installed by the real tier's tests.
+# The proxy serves the root module at v0.85.0 only (v0.95.x: "not available"; at v0.95.2 it serves
+# `pkg/apis/monitoring` alone, the Go types without the generated YAML); the three kinds are
+# `monitoring.coreos.com/v1` in both.
+MONITORING_MODULE = "github.com/prometheus-operator/prometheus-operator"
+MONITORING_VERSION = "v0.85.0"
+MONITORING_CRDS = tuple(
+    f"example/prometheus-operator-crd/monitoring.coreos.com_{plural}.yaml"
+    for plural in ("podmonitors", "servicemonitors", "prometheusrules")
+)
+
 _PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
 _KUBE_VERSION_VARS = (
     f"k8s.io/component-base/version.gitVersion=v{KUBERNETES_VERSION}",
