@@ -70,6 +70,7 @@ def stacks(
 @pytest.fixture(autouse=True)
 def no_namespace_terminating(request: pytest.FixtureRequest) -> None:
     """A test without `stacks` (which awaits them itself, later) starts with the namespaces the
-    last test deleted gone too: it may create one of the same name."""
+    last test deleted gone too: it may create one of the same name. Only the terminating ones are
+    awaited: test_server_validation's stay until its module ends, on purpose."""
     if "stacks" not in request.fixturenames and "local_cluster" in request.fixturenames:
         await_namespaces_gone(request.getfixturevalue("local_cluster"))
