@@ -180,7 +180,7 @@ def test_one_graph_at_a_time_in_the_recipes_order(tmp_path: Path) -> None:
     }
 
 
-def probe(profile: RoutingProfile, workers: list[list[str]]) -> RoutingProbe:
+def probe(profile: RoutingProfile, workers: list[list[str | int]]) -> RoutingProbe:
     header = lab_outputs_for(profile).session_header
     return RoutingProbe(
         videos=len(workers),
@@ -191,8 +191,8 @@ def probe(profile: RoutingProfile, workers: list[list[str]]) -> RoutingProbe:
     )
 
 
-KEPT = [["w1", "w1", "w1"], ["w2", "w2", "w2"]]
-SPREAD = [["w1", "w2", "w1"], ["w2", "w2", "w2"]]
+KEPT: list[list[str | int]] = [["w1", "w1", "w1"], ["w2", "w2", "w2"]]
+SPREAD: list[list[str | int]] = [["w1", "w2", "w1"], ["w2", "w2", "w2"]]
 
 
 @pytest.mark.slow

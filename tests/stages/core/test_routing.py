@@ -14,9 +14,9 @@ import pytest
 from pydantic import ValidationError
 
 from components.routing import SESSION_HEADER, RoutingProfile
-from stages.core.ab_verdict import ABPair, mechanism_failure, verdict_line
+from stages.core.ab_verdict import ABPair, ReportError, mechanism_failure, verdict_line
 from stages.core.pod_plans import PROBE_MAX_TOKENS, PodPlace, smoke_pod_config
-from stages.core.report import ROUTING_CHART_FILE, ReportError, routing_section, write_report
+from stages.core.report import ROUTING_CHART_FILE, routing_section, write_report
 from stages.core.results import MAX_PROBE_VIDEOS, ProfileResults, RoutingProbe
 from stages.core.verdicts import PodRun, smoke_verdict
 from stages.errors import StageFailed
@@ -138,7 +138,7 @@ def test_a_frontend_that_drops_nvext_is_unobservable(frontend: str) -> None:
     assert "not observable" in probe.summary()
 
 
-def a_probe(workers: list[list[str]], header: str | None = SESSION_HEADER) -> RoutingProbe:
+def a_probe(workers: list[list[str | int]], header: str | None = SESSION_HEADER) -> RoutingProbe:
     return RoutingProbe(
         videos=len(workers),
         questions=len(workers[0]),
@@ -149,7 +149,8 @@ def a_probe(workers: list[list[str]], header: str | None = SESSION_HEADER) -> Ro
 
 
 def with_routing(kept: int, spread: int) -> ABPair:
-    probe = a_probe([["a", "a"]] * kept + [["a", "b"]] * spread)
+    workers: list[list[str | int]] = [["a", "a" if i < kept else "b"] for i in range(kept + spread)]
+    probe = a_probe(workers)
     return ABPair.of(ROUND_ROBIN, AFFINITY.model_copy(update={"routing": probe}))
 
 
@@ -197,7 +198,7 @@ def test_a_probe_out_of_bounds_is_refused(change: dict[str, Any], complaint: str
 
 
 def test_ids_may_be_numbers_and_a_results_file_keeps_the_probe(tmp_path: Path) -> None:
-    probe = a_probe([[4925587171139913851, "4925587171139913851"], [1, 2]])  # type: ignore[list-item]
+    probe = a_probe([[4925587171139913851, "4925587171139913851"], [1, 2]])
     results = AFFINITY.model_copy(update={"routing": probe})
 
     loaded = ProfileResults.load(results.save(tmp_path / "results.json"))
