@@ -76,10 +76,7 @@ def _smoke(args: argparse.Namespace, local: LocalTools | None) -> int:
     if args.dry_run:
         print(target.smoke_dry_run(args.wait_seconds))
     else:
-        result = target.run_smoke(args.wait_seconds)
-        if result.routing is not None:
-            print(result.routing.summary())
-        print(f"Smoke test passed: {result.answer}")
+        print("\n".join(target.run_smoke(args.wait_seconds).lines()))
     return 0
 
 

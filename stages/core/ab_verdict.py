@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from components.routing import RoutingProfile
 from stages.core.markdown import markdown_text
-from stages.core.results import AFFINITY_KEPT_SHARE, LevelResult, ProfileResults, RunConditions
+from stages.core.results import LevelResult, ProfileResults, RunConditions
+from stages.core.routing_probe import affinity_failure
 from stages.errors import StageFailed
 
 VERDICT_PREFIX = "verdict: "
@@ -88,16 +89,8 @@ def _profiles(pair: ABPair) -> tuple[ProfileResults, ProfileResults]:
 
 
 def mechanism_failure(pair: ABPair) -> str | None:
-    """Why session affinity's run did not test affinity, or None: its probe saw fewer than 99% of
-    the videos stay on one worker."""
-    probe = pair.affinity.routing
-    if probe is None or not probe.observable or probe.kept_share >= AFFINITY_KEPT_SHARE:
-        return None
-    return (
-        "session affinity's run did not keep videos on one worker "
-        f"({probe.spread_videos} of {probe.videos} videos reached several workers): the session "
-        "header did not reach the router"
-    )
+    """Why session affinity's run did not test affinity (`routing_probe.affinity_failure`)."""
+    return affinity_failure(pair.affinity.routing)
 
 
 def inconclusive_reason(pair: ABPair) -> str | None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.confined_paths import write_file
 from common.credentials import mask
@@ -32,7 +33,11 @@ from stages.core.ab_verdict import (
     verdict_line,
 )
 from stages.core.markdown import markdown_text
-from stages.core.results import LevelResult, ProfileResults, RoutingProbe
+from stages.core.results import LevelResult, ProfileResults
+from stages.core.routing_probe import observed_probes, routing_section
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REPORT_FILE = "report.md"
 CHART_FILE = "ab-chart.png"
@@ -119,54 +124,6 @@ def cache_section(pair: ABPair) -> list[str]:
     return [heading, "", round_robin, affinity, "", note]
 
 
-def _probes(pair: ABPair) -> dict[str, RoutingProbe | None]:
-    return {"round robin": pair.round_robin.routing, "session affinity": pair.affinity.routing}
-
-
-def _observed(pair: ABPair) -> dict[str, RoutingProbe]:
-    return {name: p for name, p in _probes(pair).items() if p is not None and p.observable}
-
-
-def routing_section(pair: ABPair, chart_name: str | None = ROUTING_CHART_FILE) -> list[str]:
-    """Where each profile's routing probe went (none when neither profile ran one)."""
-    probes = _probes(pair)
-    if all(probe is None for probe in probes.values()):
-        return []
-    lines = [
-        "Routing (the smoke stage's probe: each video one session, its questions in turn):",
-        "",
-    ]
-    for name, probe in probes.items():
-        if probe is None:
-            lines.append(f"- {name}: no routing probe in its results")
-            continue
-        asked = f"{probe.videos} videos x {probe.questions} questions"
-        if not probe.observable:
-            lines.append(
-                f"- {name} ({asked}): not observable, the responses name no worker (a frontend "
-                "that drops `nvext`)"
-            )
-            continue
-        counts = probe.workers_per_video()
-        spread = ", ".join(
-            f"{markdown_text(worker)}: {n}" for worker, n in probe.requests_per_worker().items()
-        )
-        lines.append(
-            f"- {name} ({asked}): videos on one worker {probe.kept_share:.0%}, "
-            f"{sum(counts) / len(counts):.2f} workers per video on average; requests per worker: "
-            f"{spread}"
-        )
-    rr = probes["round robin"]
-    if rr is not None and rr.observable and rr.spread_videos == 0:
-        lines.append(
-            "- Note: round robin kept every video on one worker too; the probe sends one "
-            "request at a time, so its counter may line up with the videos."
-        )
-    if chart_name and _observed(pair):
-        lines += ["", f"![Workers per video]({chart_name})"]
-    return lines
-
-
 def workload_lines(pair: ABPair) -> list[str]:
     rr, workload = pair.round_robin, pair.round_robin.workload
     graphs = f"{markdown_text(rr.graph_name)} vs {markdown_text(pair.affinity.graph_name)}"
@@ -219,7 +176,8 @@ def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
     lines += headline_table(pair) + [""]
     lines += detail_table(pair) + [""]
     lines += cache_section(pair) + [""]
-    routing = routing_section(pair, ROUTING_CHART_FILE if chart_name else None)
+    probes = (pair.round_robin.routing, pair.affinity.routing)
+    routing = routing_section(*probes, ROUTING_CHART_FILE if chart_name else None)
     lines += routing + [""] if routing else []
     if chart_name:
         lines += [f"![A/B chart]({chart_name})", ""]
@@ -229,7 +187,7 @@ def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
 def render_routing_chart(pair: ABPair, path: Path) -> Path | None:
     """Per profile, the workers each video of the probe reached (a dot per video and worker, its
     size the questions it answered); None when no profile's probe saw the workers."""
-    observed = _observed(pair)
+    observed = observed_probes(pair.round_robin.routing, pair.affinity.routing)
     if not observed:
         return None
     import matplotlib
@@ -250,11 +208,7 @@ def render_routing_chart(pair: ABPair, path: Path) -> Path | None:
         axis.set_ylabel("worker")
         axis.set_yticks(range(len(index)), [str(i) for i in range(len(index))])
         axis.grid(True, alpha=0.3)
-    figure.tight_layout()
-    image = io.BytesIO()
-    figure.savefig(image, format="png", dpi=100)
-    plt.close(figure)
-    return write_file(path, image.getvalue())
+    return _saved(figure, path)
 
 
 def render_chart(pair: ABPair, path: Path) -> Path:
@@ -305,6 +259,12 @@ def render_chart(pair: ABPair, path: Path) -> Path:
     target = pair.round_robin.target
     engine = "Dynamo mock engine, not GPUs" if target == "lab" else "cluster"
     figure.suptitle(f"Round robin vs session affinity ({target}: {engine})")
+    return _saved(figure, path)
+
+
+def _saved(figure: Figure, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     image = io.BytesIO()
     figure.savefig(image, format="png", dpi=100)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from common.input_files import (
     MAX_RECORD_BYTES,
@@ -22,7 +22,8 @@ from common.input_files import (
 )
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from stages.core.model_files import refusal, write_model
+from stages.core.model_files import CHECKED, refusal, write_model
+from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 
@@ -35,9 +36,6 @@ Amount = Annotated[float, Field(ge=0, le=MAX_MEASURE, strict=True)]
 0 to `MAX_MEASURE`; finite where the model says `allow_inf_nan=False`, as every model here does."""
 Count = Annotated[int, Field(ge=0, le=MAX_MEASURE, strict=True)]
 """Requests or tokens: a whole number, 0 to `MAX_MEASURE`."""
-CHECKED = ConfigDict(frozen=True, allow_inf_nan=False, revalidate_instances="always")
-"""Every results model: immutable, NaN or Infinity refused wherever a number goes, and a model
-given to another checked again (a `model_copy(update=...)` is not checked when made)."""
 
 
 class ResultsError(StageFailed):
@@ -174,84 +172,6 @@ class RunConditions(BaseModel):
             f"other processes demanded {self.sweep.others_cores:.2f} of {self.sweep.cores} cores "
             f"during the sweep: it needed {needed:.1f}x dilation and ran at {self.time_scale:g}x"
         )
-
-
-MAX_PROBE_VIDEOS = 1000
-MAX_PROBE_QUESTIONS = 100
-AFFINITY_KEPT_SHARE = 0.99
-"""Session affinity works when at least this share of the probe's videos stayed on one worker."""
-WorkerId = (
-    Annotated[str, Field(min_length=1, max_length=64, strict=True)]
-    | Annotated[int, Field(ge=0, le=2**64, strict=True)]
-)
-"""A worker's id as the frontend names it (Dynamo: a 64-bit number; the probe writes it as text)."""
-
-
-class RoutingProbe(BaseModel):
-    """Where the smoke stage's routing probe went: for each of its videos (one session each), the
-    worker that answered each question; `observable: false` when the responses named no worker."""
-
-    model_config = CHECKED
-
-    videos: int = Field(gt=0, le=MAX_PROBE_VIDEOS, strict=True)
-    questions: int = Field(gt=0, le=MAX_PROBE_QUESTIONS, strict=True)
-    session_header: str | None = Field(max_length=256)
-    observable: bool = Field(strict=True)
-    workers: list[list[WorkerId]] = Field(default=[], max_length=MAX_PROBE_VIDEOS)
-    """`workers[v][q]`: who answered video v's question q (empty when not observable)."""
-
-    @model_validator(mode="after")
-    def _consistent(self) -> RoutingProbe:
-        if not self.observable:
-            if self.workers:
-                raise ValueError("workers: an unobservable probe (observable: false) has none")
-            return self
-        if len(self.workers) != self.videos:
-            raise ValueError(f"workers: {len(self.workers)} videos, {self.videos} expected")
-        for index, asked in enumerate(self.workers):
-            if len(asked) != self.questions:
-                raise ValueError(
-                    f"workers[{index}]: {len(asked)} answers, {self.questions} expected "
-                    "(one per question)"
-                )
-        return self
-
-    def workers_per_video(self) -> list[int]:
-        return [len({str(worker) for worker in asked}) for asked in self.workers]
-
-    @property
-    def spread_videos(self) -> int:
-        """Videos whose questions reached more than one worker."""
-        return sum(1 for count in self.workers_per_video() if count > 1)
-
-    @property
-    def kept_share(self) -> float:
-        """The share of videos whose questions all reached one worker."""
-        return 1 - self.spread_videos / self.videos if self.observable else 0.0
-
-    def summary(self) -> str:
-        """The probe in one line of plain text (ids are not in it)."""
-        if not self.observable:
-            return (
-                f"routing probe: {self.videos} videos x {self.questions} questions, not "
-                "observable (the responses name no worker: the frontend drops `nvext`)"
-            )
-        counts = self.workers_per_video()
-        return (
-            f"routing probe: {self.videos - self.spread_videos} of {self.videos} videos on one "
-            f"worker, {sum(counts) / len(counts):.2f} workers per video on average, "
-            f"{len(self.requests_per_worker())} workers served its "
-            f"{self.videos * self.questions} requests"
-        )
-
-    def requests_per_worker(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for worker in (str(worker) for asked in self.workers for worker in asked):
-            counts[worker] = counts.get(worker, 0) + 1
-        return dict(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
-
-    def save(self, path: Path) -> Path:
-        return write_model(self, path)
 
 
 class ProfileResults(BaseModel):

@@ -29,13 +29,8 @@ from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.model_files import refusal
-from stages.core.results import (
-    LevelResult,
-    ProfileResults,
-    ResultsError,
-    RoutingProbe,
-    RunConditions,
-)
+from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
+from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
@@ -134,6 +129,11 @@ class SmokeResult:
     answer: str
     routing: RoutingProbe | None = None
     """Where the routing probe's requests went (None: the program ran no probe)."""
+
+    def lines(self) -> list[str]:
+        """What the smoke stage prints: the probe's summary, then the verdict line last."""
+        summary = [self.routing.summary()] if self.routing else []
+        return [*summary, f"{smoke_pod.PASSED} {self.answer}"]
 
 
 def smoke_verdict(run: PodRun) -> SmokeResult:

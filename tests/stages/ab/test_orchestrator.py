@@ -20,7 +20,8 @@ from stages.ab.orchestrator import AbRun, run_ab
 from stages.ab.plan import Outcome
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation, Stage, list_runs
-from stages.core.results import ProfileResults, RoutingProbe
+from stages.core.results import ProfileResults
+from stages.core.routing_probe import RoutingProbe
 from stages.core.verdicts import SmokeResult
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed, UsageError

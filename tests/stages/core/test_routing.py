@@ -16,8 +16,9 @@ from pydantic import ValidationError
 from components.routing import SESSION_HEADER, RoutingProfile
 from stages.core.ab_verdict import ABPair, ReportError, mechanism_failure, verdict_line
 from stages.core.pod_plans import PROBE_MAX_TOKENS, PodPlace, smoke_pod_config
-from stages.core.report import ROUTING_CHART_FILE, routing_section, write_report
-from stages.core.results import MAX_PROBE_VIDEOS, ProfileResults, RoutingProbe
+from stages.core.report import ROUTING_CHART_FILE, write_report
+from stages.core.results import ProfileResults
+from stages.core.routing_probe import MAX_PROBE_VIDEOS, RoutingProbe, routing_section
 from stages.core.verdicts import PodRun, smoke_verdict
 from stages.errors import StageFailed
 from stages.incluster.smoke_pod import ROUTING_PROBE, probe_routing, worker_of
@@ -170,7 +171,7 @@ def test_an_unobservable_or_missing_probe_checks_nothing() -> None:
     assert mechanism_failure(pair) is None
     assert mechanism_failure(ABPair.of(ROUND_ROBIN, AFFINITY)) is None
     assert "session affinity (12 videos x 3 questions): not observable" in "\n".join(
-        routing_section(pair)
+        routing_section(None, unseen, None)
     )
 
 

@@ -17,7 +17,8 @@ from lab.graph import LabGraph
 from lab.tools import LAB_WORKLOAD, lab_tools
 from stages.core.ab_verdict import ABPair, mechanism_failure
 from stages.core.pod_plans import PodPlace, smoke_pod_config
-from stages.core.results import ProfileResults, RoutingProbe
+from stages.core.results import ProfileResults
+from stages.core.routing_probe import RoutingProbe
 from stages.incluster.smoke_pod import probe_routing
 from stages.local.run import run_local_perf, run_local_smoke
 from tests.stages.support import FIXTURES
