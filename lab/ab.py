@@ -237,7 +237,7 @@ def copy_latest_report(result: AbResult, out: Path) -> None:
     """The latest report beside the runs, where the README points (`build/lab/report.md`)."""
     if result.report is None:
         return
-    for name in ("report.md", "ab-chart.png"):
+    for name in ("report.md", "ab-chart.png", "routing-chart.png"):
         source = result.report.parent / name
         if source.is_file():
             write_file(out / name, source.read_bytes())

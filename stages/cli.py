@@ -76,7 +76,7 @@ def _smoke(args: argparse.Namespace, local: LocalTools | None) -> int:
     if args.dry_run:
         print(target.smoke_dry_run(args.wait_seconds))
     else:
-        print(f"Smoke test passed: {target.run_smoke(args.wait_seconds)}")
+        print("\n".join(target.run_smoke(args.wait_seconds).lines()))
     return 0
 
 

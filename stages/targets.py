@@ -27,6 +27,7 @@ from stages.cluster.run import ClusterOptions, perf_objects, run_cluster_perf, r
 from stages.cluster.run import smoke_objects as cluster_smoke_objects
 from stages.core.pod_plans import PlanSettings, PodPlace, perf_pod_plan, smoke_pod_config
 from stages.core.results import ProfileResults
+from stages.core.verdicts import SmokeResult
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
 from stages.local.run import (
     LocalTools,
@@ -54,8 +55,8 @@ class StageTarget(ABC):
         """The recipe's sizes as the target runs them (`--recipe-sizes`)."""
 
     @abstractmethod
-    def run_smoke(self, wait_seconds: float) -> str:
-        """The smoke test; returns the answer or raises why it failed."""
+    def run_smoke(self, wait_seconds: float) -> SmokeResult:
+        """The smoke test; returns the answer and the routing probe or raises why it failed."""
 
     @abstractmethod
     def run_perf(
@@ -85,7 +86,7 @@ class ClusterTarget(StageTarget):
     def recipe_workload(self) -> PerfWorkload:
         return RECIPE_WORKLOAD
 
-    def run_smoke(self, wait_seconds: float) -> str:
+    def run_smoke(self, wait_seconds: float) -> SmokeResult:
         return run_cluster_smoke(self.outputs, self.options, wait_seconds)
 
     def run_perf(
@@ -117,7 +118,7 @@ class LocalTarget(StageTarget):
     def recipe_workload(self) -> PerfWorkload:
         return self.tools.recipe_workload
 
-    def run_smoke(self, wait_seconds: float) -> str:
+    def run_smoke(self, wait_seconds: float) -> SmokeResult:
         with tempfile.TemporaryDirectory(prefix="smoke-") as work_dir:
             return run_local_smoke(self.outputs, self.tools, Path(work_dir), wait_seconds)
 

@@ -39,6 +39,7 @@ from stages.targets import StageTarget
 
 ANSWER_FILE = "answer.txt"
 REHEARSAL_FILE = "rehearsal.txt"
+ROUTING_FILE = "routing.json"
 
 
 @dataclass(frozen=True)
@@ -174,17 +175,22 @@ def _run_profile(
         _rehearse_stages(stages, run, directory, say)
         return
     smoke_dir = directory / "smoke"
-    answer = stages.run_smoke(run.smoke_wait_seconds)
-    say(f"{profile.value}: Smoke test passed: {answer}")
+    smoke = stages.run_smoke(run.smoke_wait_seconds)
+    say(f"{profile.value}: Smoke test passed: {smoke.answer}")
     smoke_dir.mkdir(parents=True, exist_ok=True)
-    write_file(smoke_dir / ANSWER_FILE, mask(answer) + "\n")  # the model's words, the pod's
+    write_file(smoke_dir / ANSWER_FILE, mask(smoke.answer) + "\n")  # the model's words, the pod's
+    if smoke.routing is not None:
+        say(f"{profile.value}: {smoke.routing.summary()}")
+        smoke.routing.save(smoke_dir / ROUTING_FILE)
     if not _archived(run, stack, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
         _push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
     say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
     started = time.monotonic()
     perf_dir = directory / "perf"
-    stages.run_perf(run.workload, perf_dir, run.perf_wait_seconds)
+    results = stages.run_perf(run.workload, perf_dir, run.perf_wait_seconds)
     say(f"{profile.value}: sweep done in {time.monotonic() - started:.0f} s")
+    if smoke.routing is not None:  # the report reads one file per profile: the probe joins it
+        results.model_copy(update={"routing": smoke.routing}).save(perf_dir / "results.json")
     _push(run, stack, Stage.PERF, outputs, perf_dir, say)
 
 

@@ -27,7 +27,7 @@ from stages.cluster.kubernetes_api import KubernetesApi, stage_context
 from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
 from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionReuse, PlanSettings
 from stages.core.results import ProfileResults
-from stages.core.verdicts import PodRun, printer, smoke_verdict, sweep_results
+from stages.core.verdicts import PodRun, SmokeResult, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import UsageError
 
@@ -176,8 +176,9 @@ def run_cluster_smoke(
     api: ClusterApi | None = None,
     stream: TextIO | None = None,
     timer: Timer | None = None,
-) -> str:
-    """Run the smoke Job in the stack's namespace; returns the answer or raises why not."""
+) -> SmokeResult:
+    """Run the smoke Job in the stack's namespace; returns the answer and the routing probe or
+    raises why not."""
     require_cluster_reachable_frontend(outputs, "smoke")
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = smoke_objects(outputs, options, model_wait_seconds)

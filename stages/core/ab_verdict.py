@@ -4,6 +4,12 @@ the A/B in one line, and what the host did to a local run.
     verdict: session affinity +12.3% req/s at c16 (TTFT p50 306 -> 248 ms); ahead at 5 of 5
       levels (c1 +4.1%, ...); host quiet
     verdict: inconclusive: <reason>
+    verdict: session affinity's run did not keep videos on one worker (...): the session header ...
+
+The verdict checks the mechanism first: when the smoke stage's routing probe saw session
+affinity's videos reach several workers (fewer than 99% on one), the gain is not reported, since it
+would not be affinity's (`mechanism_failure`; the report stage then fails). A probe that could not
+see the workers (`observable: false`) or none at all (older results) checks nothing.
 
 The level named is the one with the largest effect either way, so the sign of the gain is the
 answer. The verdict is inconclusive when the numbers cannot carry one: a sweep that stopped
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from components.routing import RoutingProfile
 from stages.core.markdown import markdown_text
 from stages.core.results import LevelResult, ProfileResults, RunConditions
+from stages.core.routing_probe import affinity_failure
 from stages.errors import StageFailed
 
 VERDICT_PREFIX = "verdict: "
@@ -81,6 +88,11 @@ def _profiles(pair: ABPair) -> tuple[ProfileResults, ProfileResults]:
     return pair.round_robin, pair.affinity
 
 
+def mechanism_failure(pair: ABPair) -> str | None:
+    """Why session affinity's run did not test affinity (`routing_probe.affinity_failure`)."""
+    return affinity_failure(pair.affinity.routing)
+
+
 def inconclusive_reason(pair: ABPair) -> str | None:
     """Why the pair cannot carry a verdict, or None."""
     if pair.round_robin.workload != pair.affinity.workload:
@@ -117,6 +129,9 @@ def _host_note(pair: ABPair) -> str | None:
 
 def verdict_line(pair: ABPair) -> str:
     """`verdict: ...`: the A/B's answer, or why it has none."""
+    broken = mechanism_failure(pair)
+    if broken:
+        return f"{VERDICT_PREFIX}{broken}"
     reason = inconclusive_reason(pair)
     if reason:
         return f"{VERDICT_PREFIX}inconclusive: {reason}"

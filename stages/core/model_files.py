@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from common.confined_paths import write_file
 from common.credentials import masked_document
@@ -29,6 +29,9 @@ from common.input_files import (
 from components.config_rules import SHOWN_MAX_CHARACTERS, shown
 
 Model = TypeVar("Model", bound=BaseModel)
+CHECKED = ConfigDict(frozen=True, allow_inf_nan=False, revalidate_instances="always")
+"""Every results model: immutable, NaN or Infinity refused wherever a number goes, and a model
+given to another checked again (a `model_copy(update=...)` is not checked when made)."""
 REFUSAL_PROBLEMS = 3
 """A refusal names the first few problems of a file; one is enough to fix it."""
 

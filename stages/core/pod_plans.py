@@ -113,6 +113,13 @@ def smoke_pod_config(
         "listen_port": place.listen_port,
         "video_url": video_url,
         "request_body": smoke_request_body(outputs.served_model, video_url),
+        "routing_probe": {
+            "model": outputs.served_model,
+            "videos": PROBE_VIDEOS,
+            "questions": PROBE_QUESTIONS,
+            "max_tokens": PROBE_MAX_TOKENS,
+            "session_header": outputs.session_header,
+        },
     }
 
 
@@ -217,6 +224,11 @@ def _perf_level(
 SMOKE_QUESTION = "Describe what happens in this video."
 SMOKE_MAX_TOKENS = 64
 VIDEO_NAME = "smoke.mp4"
+PROBE_VIDEOS = 12
+PROBE_QUESTIONS = 3
+PROBE_MAX_TOKENS = 1
+"""The routing probe after the smoke answer: 36 short text requests, sent one after another, each
+video one session as in the perf workload; only the worker that served each one matters."""
 
 
 def smoke_request_body(

@@ -4,7 +4,11 @@ The first table has the shape of the recipe's "Measured performance" table; a se
 TTFT p95, request latency, output tokens/s and the prefix-cache hit ratio per level. The cache
 section compares each profile's hit ratio with two reference values: the physical limit with
 affinity (every question but a video's first finds it cached) and what round robin would get if
-it scattered a video's questions at random over the workers (the real-GPU behaviour).
+it scattered a video's questions at random over the workers (the real-GPU behaviour). The routing
+section shows, per profile, where the smoke stage's routing probe went (videos on one worker,
+workers per video, requests per worker), with a chart of the workers each video reached
+(`routing-chart.png`); when session affinity's videos did not stay on one worker the report is
+written, verdict saying so, and `write_report` fails (`ab_verdict.mechanism_failure`).
 
 The results are checked when read (`stages.core.results`); every value in them that is text (a
 graph name, a session header, why a sweep stopped) is written through `markdown_text`, so it
@@ -16,6 +20,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from common.confined_paths import write_file
 from common.credentials import mask
@@ -24,13 +29,19 @@ from stages.core.ab_verdict import (
     ReportError,
     conditions_lines,
     measurable_gain,
+    mechanism_failure,
     verdict_line,
 )
 from stages.core.markdown import markdown_text
 from stages.core.results import LevelResult, ProfileResults
+from stages.core.routing_probe import observed_probes, routing_section
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REPORT_FILE = "report.md"
 CHART_FILE = "ab-chart.png"
+ROUTING_CHART_FILE = "routing-chart.png"
 
 
 def format_gain(percent: float) -> str:
@@ -165,9 +176,39 @@ def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
     lines += headline_table(pair) + [""]
     lines += detail_table(pair) + [""]
     lines += cache_section(pair) + [""]
+    probes = (pair.round_robin.routing, pair.affinity.routing)
+    routing = routing_section(*probes, ROUTING_CHART_FILE if chart_name else None)
+    lines += routing + [""] if routing else []
     if chart_name:
         lines += [f"![A/B chart]({chart_name})", ""]
     return "\n".join(lines)
+
+
+def render_routing_chart(pair: ABPair, path: Path) -> Path | None:
+    """Per profile, the workers each video of the probe reached (a dot per video and worker, its
+    size the questions it answered); None when no profile's probe saw the workers."""
+    observed = observed_probes(pair.round_robin.routing, pair.affinity.routing)
+    if not observed:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axes = plt.subplots(1, len(observed), figsize=(6 * len(observed), 4), squeeze=False)
+    for axis, (name, probe) in zip(axes[0], observed.items(), strict=True):
+        index = {worker: i for i, worker in enumerate(sorted(probe.requests_per_worker()))}
+        for video, asked in enumerate(probe.workers):
+            answered = [str(worker) for worker in asked]
+            for worker in set(answered):
+                size = 40 * answered.count(worker)
+                axis.scatter([video], [index[worker]], s=size, color="tab:blue")
+        axis.set_title(f"{name}: {probe.kept_share:.0%} of videos on one worker")
+        axis.set_xlabel("video (one session each)")
+        axis.set_ylabel("worker")
+        axis.set_yticks(range(len(index)), [str(i) for i in range(len(index))])
+        axis.grid(True, alpha=0.3)
+    return _saved(figure, path)
 
 
 def render_chart(pair: ABPair, path: Path) -> Path:
@@ -218,6 +259,12 @@ def render_chart(pair: ABPair, path: Path) -> Path:
     target = pair.round_robin.target
     engine = "Dynamo mock engine, not GPUs" if target == "lab" else "cluster"
     figure.suptitle(f"Round robin vs session affinity ({target}: {engine})")
+    return _saved(figure, path)
+
+
+def _saved(figure: Figure, path: Path) -> Path:
+    import matplotlib.pyplot as plt
+
     figure.tight_layout()
     image = io.BytesIO()
     figure.savefig(image, format="png", dpi=100)
@@ -226,12 +273,17 @@ def render_chart(pair: ABPair, path: Path) -> Path:
 
 
 def write_report(first: ProfileResults, second: ProfileResults, out_dir: Path) -> str:
-    """Write report.md and the chart into out_dir; returns the Markdown (masked: a results
-    file's failure or graph name may hold a credential)."""
+    """Write report.md and the charts into out_dir; returns the Markdown (masked: a results
+    file's failure or graph name may hold a credential). Fails, after writing them, when session
+    affinity's run did not keep its videos on one worker."""
     pair = ABPair.of(first, second)
     if not pair.concurrencies:
         raise ReportError("the two results share no concurrency level")
     render_chart(pair, out_dir / CHART_FILE)
+    render_routing_chart(pair, out_dir / ROUTING_CHART_FILE)
     markdown = mask(render_markdown(pair))
     write_file(out_dir / REPORT_FILE, markdown)
+    broken = mechanism_failure(pair)
+    if broken:
+        raise ReportError(f"{broken} (the report: {out_dir / REPORT_FILE})")
     return markdown

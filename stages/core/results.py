@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
 from common.input_files import (
     MAX_RECORD_BYTES,
@@ -22,7 +22,8 @@ from common.input_files import (
 )
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
-from stages.core.model_files import refusal, write_model
+from stages.core.model_files import CHECKED, refusal, write_model
+from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 
@@ -35,9 +36,6 @@ Amount = Annotated[float, Field(ge=0, le=MAX_MEASURE, strict=True)]
 0 to `MAX_MEASURE`; finite where the model says `allow_inf_nan=False`, as every model here does."""
 Count = Annotated[int, Field(ge=0, le=MAX_MEASURE, strict=True)]
 """Requests or tokens: a whole number, 0 to `MAX_MEASURE`."""
-CHECKED = ConfigDict(frozen=True, allow_inf_nan=False, revalidate_instances="always")
-"""Every results model: immutable, NaN or Infinity refused wherever a number goes, and a model
-given to another checked again (a `model_copy(update=...)` is not checked when made)."""
 
 
 class ResultsError(StageFailed):
@@ -195,6 +193,8 @@ class ProfileResults(BaseModel):
     """Why an incomplete sweep stopped."""
     conditions: RunConditions | None = None
     """A local graph's time scale and host load (None: a cluster's, or written before them)."""
+    routing: RoutingProbe | None = None
+    """Where the smoke stage's routing probe went (None: written before the probe, or no smoke)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> ProfileResults:
@@ -206,6 +206,11 @@ class ProfileResults(BaseModel):
             raise ValueError(
                 f"session_header: a {self.profile.value} result runs with session header "
                 f"{expected}, got {got}"
+            )
+        if self.routing is not None and self.routing.session_header != header:
+            raise ValueError(
+                f"routing.session_header: a {self.profile.value} probe sends "
+                f"{header or 'no header'}, like its sweep"
             )
         if not self.complete and not self.failure:
             raise ValueError("failure: an incomplete sweep (complete: false) says why it stopped")

@@ -5,7 +5,8 @@ The pod programs (`stages.incluster`) print progress lines, and for perf the AIP
 in the log (`log_exports.export_lines`). `LogEcho` shows the log as it grows, each export as one
 line; `PodRun` is how the run ended. Then:
 
-- smoke passes when the program succeeded AND its last line starts with `Smoke test passed`;
+- smoke passes when the program succeeded AND its last line starts with `Smoke test passed`; its
+  `Routing probe: <json>` line, when there is one, is read as a `RoutingProbe`;
 - perf passes when the program succeeded and every level's AIPerf export decodes from the log;
   the exports land in `<out>/c<N>/aiperf/`, and `sweep_results` writes `results.json` from them;
 - a program that says `Frontend not ready:` fails either stage with that error's own status;
@@ -29,6 +30,7 @@ from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.model_files import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
+from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
@@ -122,15 +124,43 @@ def _fail_unless_succeeded(run: PodRun, stage: str, log_path: Path | None = None
         )
 
 
-def smoke_verdict(run: PodRun) -> str:
-    """The answer if the smoke program passed; otherwise the error that says why it did not."""
+@dataclass(frozen=True)
+class SmokeResult:
+    answer: str
+    routing: RoutingProbe | None = None
+    """Where the routing probe's requests went (None: the program ran no probe)."""
+
+    def lines(self) -> list[str]:
+        """What the smoke stage prints: the probe's summary, then the verdict line last."""
+        summary = [self.routing.summary()] if self.routing else []
+        return [*summary, f"{smoke_pod.PASSED} {self.answer}"]
+
+
+def smoke_verdict(run: PodRun) -> SmokeResult:
+    """The answer and the routing probe if the smoke program passed; otherwise the error that
+    says why it did not."""
     _fail_unless_succeeded(run, "smoke")
     last = run.last_line
     if not last.startswith(smoke_pod.PASSED):
         raise StageFailed(
             f"{run.what} completed, but its last log line is not '{smoke_pod.PASSED} ...': {last!r}"
         )
-    return last.removeprefix(smoke_pod.PASSED).strip()
+    answer = last.removeprefix(smoke_pod.PASSED).strip()
+    return SmokeResult(answer, routing_probe(run))
+
+
+def routing_probe(run: PodRun) -> RoutingProbe | None:
+    """The program's `Routing probe:` line as a checked probe (the last one, if several)."""
+    lines = [line for line in run.lines if line.startswith(smoke_pod.ROUTING_PROBE)]
+    if not lines:
+        return None
+    try:
+        return RoutingProbe.model_validate_json(lines[-1].removeprefix(smoke_pod.ROUTING_PROBE))
+    except ValidationError as error:
+        raise StageFailed(
+            f"{run.what}: its '{smoke_pod.ROUTING_PROBE}' line is not a routing probe: "
+            f"{refusal(error)}"
+        ) from None
 
 
 def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> None:

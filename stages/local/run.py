@@ -41,7 +41,14 @@ from stages.core.pod_plans import (
     smoke_pod_config,
 )
 from stages.core.results import ProfileResults, RunConditions
-from stages.core.verdicts import LogEcho, PodRun, printer, smoke_verdict, sweep_results
+from stages.core.verdicts import (
+    LogEcho,
+    PodRun,
+    SmokeResult,
+    printer,
+    smoke_verdict,
+    sweep_results,
+)
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, write_dataset
 from stages.errors import FrontendNotReady, UsageError
 from stages.incluster.exit_causes import exit_cause
@@ -152,8 +159,9 @@ def run_local_smoke(
     work_dir: Path,
     model_wait_seconds: float,
     stream: TextIO | None = None,
-) -> str:
-    """The smoke program against a graph on this machine; returns the answer or raises why not."""
+) -> SmokeResult:
+    """The smoke program against a graph on this machine; returns the answer and the routing
+    probe or raises why not."""
     require_listening(outputs)
     port = free_port()
     place = PodPlace(

@@ -21,6 +21,8 @@ from stages.ab.plan import Outcome
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation, Stage, list_runs
 from stages.core.results import ProfileResults
+from stages.core.routing_probe import RoutingProbe
+from stages.core.verdicts import SmokeResult
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed, UsageError
 from stages.targets import StageTarget
@@ -79,10 +81,12 @@ class Stages:
     fail_perf: RoutingProfile | None = None
     interrupt_perf: RoutingProfile | None = None
     rendered: list[str] = field(default_factory=list)
+    routing: dict[RoutingProfile, RoutingProbe] = field(default_factory=dict)
+    """What each profile's routing probe saw (none: the smoke ran no probe)."""
 
-    def smoke(self, outputs: StackOutputs, *args: object) -> str:
+    def smoke(self, outputs: StackOutputs, *args: object) -> SmokeResult:
         self.calls.append(f"smoke {outputs.profile.value}")
-        return "an answer"
+        return SmokeResult("an answer", self.routing.get(outputs.profile))
 
     def perf(
         self, outputs: StackOutputs, workload: PerfWorkload, out_dir: Path, *args: object
@@ -111,7 +115,7 @@ class ScriptedStageTarget(StageTarget):
     def recipe_workload(self) -> PerfWorkload:
         return WORKLOAD
 
-    def run_smoke(self, wait_seconds: float) -> str:
+    def run_smoke(self, wait_seconds: float) -> SmokeResult:
         return self.stages.smoke(self.outputs)
 
     def run_perf(
@@ -175,6 +179,54 @@ def test_one_graph_at_a_time_in_the_recipes_order(tmp_path: Path) -> None:
         ("stack-session-affinity", Stage.PERF),
         ("stack-session-affinity", Stage.REPORT),
     }
+
+
+def probe(profile: RoutingProfile, workers: list[list[str | int]]) -> RoutingProbe:
+    header = lab_outputs_for(profile).session_header
+    return RoutingProbe(
+        videos=len(workers),
+        questions=len(workers[0]),
+        session_header=header,
+        observable=True,
+        workers=workers,
+    )
+
+
+KEPT: list[list[str | int]] = [["w1", "w1", "w1"], ["w2", "w2", "w2"]]
+SPREAD: list[list[str | int]] = [["w1", "w2", "w1"], ["w2", "w2", "w2"]]
+
+
+@pytest.mark.slow
+def test_the_routing_probe_reaches_the_archive_and_the_report(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=16)
+    routing = {RR: probe(RR, SPREAD), SA: probe(SA, KEPT)}
+    result, said = run(tmp_path, target, Stages(target.calls, routing=routing))
+
+    assert result.passed and result.report is not None
+    assert "session-affinity: routing probe: 2 of 2 videos on one worker" in "\n".join(said)
+    profile_dir = an_ab_run(tmp_path).profile_dir(SA)
+    saved = RoutingProbe.model_validate_json((profile_dir / "smoke" / "routing.json").read_text())
+    assert saved == routing[SA]
+    assert ProfileResults.load(profile_dir / "perf" / "results.json").routing == routing[SA]
+    report = result.report.read_text()
+    assert "- session affinity (2 videos x 3 questions): videos on one worker 100%" in report
+    assert (result.report.parent / "routing-chart.png").is_file()
+
+
+@pytest.mark.slow
+def test_affinity_whose_videos_reached_several_workers_fails_the_ab(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=16)
+    routing = {RR: probe(RR, SPREAD), SA: probe(SA, SPREAD)}
+    result, _ = run(tmp_path, target, Stages(target.calls, routing=routing))
+
+    assert not result.passed and result.report is None
+    assert result.report_failure is not None
+    assert result.report_failure.startswith(
+        "session affinity's run did not keep videos on one worker (1 of 2 videos reached "
+        "several workers): the session header did not reach the router"
+    )
+    stages = {r.stage for r in list_runs(an_ab_run(tmp_path).archive, stage=None)}
+    assert Stage.REPORT not in stages  # no gain reported, nor archived
 
 
 def test_with_room_for_both_the_graphs_stay_until_the_end(tmp_path: Path) -> None:

@@ -175,7 +175,7 @@ def test_the_smoke_stage_runs_through_the_real_client(
     outputs = cluster_outputs(RoutingProfile.ROUND_ROBIN)  # kubeContext h200-cluster
     options = ClusterOptions(kubeconfig=kubeconfig(tmp_path, server), run_id="r1")
 
-    answer = run_cluster_smoke(outputs, options, 60)
+    answer = run_cluster_smoke(outputs, options, 60).answer
 
     assert answer == "a box moves"
     namespace = f"/namespaces/{outputs.namespace}/"
@@ -196,6 +196,6 @@ def test_json_looking_log_lines_come_back_unchanged(
     state.log = 'noise {"key": "value"}\nSmoke test passed: {"answer": "a box"}\n'
     options = ClusterOptions(kubeconfig=kubeconfig(tmp_path, server), run_id="r1")
 
-    answer = run_cluster_smoke(cluster_outputs(RoutingProfile.ROUND_ROBIN), options, 60)
+    answer = run_cluster_smoke(cluster_outputs(RoutingProfile.ROUND_ROBIN), options, 60).answer
 
     assert answer == '{"answer": "a box"}'

@@ -79,7 +79,8 @@ class Run:
 
     def smoke(self, options: ClusterOptions = OPTIONS) -> str:
         outputs = cluster_outputs(RoutingProfile.SESSION_AFFINITY)
-        return run_cluster_smoke(outputs, options, 60, self.cluster, self.stream, self.timer)
+        result = run_cluster_smoke(outputs, options, 60, self.cluster, self.stream, self.timer)
+        return result.answer
 
     def perf(self, out_dir: Path) -> ProfileResults:
         outputs = cluster_outputs(RoutingProfile.SESSION_AFFINITY)

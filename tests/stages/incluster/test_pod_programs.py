@@ -15,9 +15,9 @@ import imageio_ffmpeg  # type: ignore[import-untyped]
 import pytest
 
 from common.ports import free_port
-from components.routing import RoutingProfile
-from stages.core.pod_plans import SMOKE_CONFIG, PodPlace, smoke_pod_config
-from stages.core.verdicts import PodRun
+from components.routing import SESSION_HEADER, RoutingProfile
+from stages.core.pod_plans import PROBE_VIDEOS, SMOKE_CONFIG, PodPlace, smoke_pod_config
+from stages.core.verdicts import PodRun, smoke_verdict
 from stages.incluster import pod_common
 from stages.incluster.log_exports import (
     EXPORT_LINE_WIDTH,
@@ -45,14 +45,32 @@ class _EmptyAnswers(StandInHandler):
         self.send_json({"choices": [{"message": {"role": "assistant", "content": "  "}}]})
 
 
+class _OneWorkerPerSession(StandInHandler):
+    """A frontend that answers, naming as its worker the request's session (or `rr`)."""
+
+    def do_GET(self) -> None:
+        self.send_json({"data": [{"id": MODEL}]})
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers["Content-Length"]))
+        worker = self.headers.get(SESSION_HEADER, "rr")
+        reply = {"choices": [{"message": {"content": "a box"}}]}
+        self.send_json(reply | {"nvext": {"worker_id": {"decode_worker_id": worker}}})
+
+
 @pytest.fixture
 def empty_frontend() -> Iterator[int]:
     with stand_in_server(_EmptyAnswers) as port:
         yield port
 
 
-def run_smoke_program(tmp_path: Path, frontend_port: int, wait_seconds: float) -> PodRun:
-    outputs = lab_outputs_for(RoutingProfile.ROUND_ROBIN, port=frontend_port)
+def run_smoke_program(
+    tmp_path: Path,
+    frontend_port: int,
+    wait_seconds: float,
+    profile: RoutingProfile = RoutingProfile.ROUND_ROBIN,
+) -> PodRun:
+    outputs = lab_outputs_for(profile, port=frontend_port)
     media_port = free_port()
     place = PodPlace(
         work_dir=str(tmp_path / "work"),
@@ -85,6 +103,17 @@ def test_the_smoke_program_fails_an_empty_answer_after_serving_the_video(
     assert run.last_line == "Smoke test FAILED: the model returned an empty answer"
     assert "/smoke.mp4 serves" in run.log
     assert "Smoke test passed" not in run.log
+
+
+@pytest.mark.slow
+def test_the_smoke_program_probes_the_routing_after_the_answer(tmp_path: Path) -> None:
+    with stand_in_server(_OneWorkerPerSession) as port:
+        run = run_smoke_program(tmp_path, port, 10, RoutingProfile.SESSION_AFFINITY)
+
+    result = smoke_verdict(run)
+    assert result.answer == "a box" and result.routing is not None
+    assert result.routing.observable and result.routing.kept_share == 1.0
+    assert len(result.routing.requests_per_worker()) == PROBE_VIDEOS  # one session per video
 
 
 @pytest.mark.slow

@@ -11,12 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from components.routing import RoutingProfile
+from components.routing import SESSION_HEADER, RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
 from lab.tools import LAB_WORKLOAD, lab_tools
+from stages.core.ab_verdict import ABPair, mechanism_failure
+from stages.core.pod_plans import PodPlace, smoke_pod_config
 from stages.core.results import ProfileResults
-from stages.local.run import run_local_perf
+from stages.core.routing_probe import RoutingProbe
+from stages.incluster.smoke_pod import probe_routing
+from stages.local.run import run_local_perf, run_local_smoke
+from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
 REPO = Path(__file__).resolve().parents[3]
@@ -50,6 +55,52 @@ def test_smoke_stage_passes_against_the_lab(start_graph: StartGraph) -> None:
     last_line = result.stdout.strip().splitlines()[-1]
     assert last_line.startswith("Smoke test passed: ")
     assert last_line.removeprefix("Smoke test passed: ").strip()
+    assert "routing probe: " in result.stdout  # the probe's summary, before the verdict line
+
+
+def test_the_smoke_probe_keeps_each_video_on_one_worker_with_affinity(
+    start_graph: StartGraph, lab_install: LabInstall, tmp_path: Path
+) -> None:
+    graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=4)
+
+    result = run_local_smoke(graph.outputs, lab_tools(lab_install), tmp_path, 30, io.StringIO())
+
+    probe = result.routing
+    assert probe is not None and probe.observable, "Dynamo's frontend names each worker"
+    assert probe.session_header == SESSION_HEADER
+    assert probe.kept_share == 1.0, probe.workers
+    assert len(probe.requests_per_worker()) > 1  # the sessions themselves spread over the workers
+
+
+def test_the_smoke_probe_sees_round_robin_spread_each_video(
+    start_graph: StartGraph, lab_install: LabInstall, tmp_path: Path
+) -> None:
+    graph = start_graph(RoutingProfile.ROUND_ROBIN, workers=4)
+
+    probe = run_local_smoke(graph.outputs, lab_tools(lab_install), tmp_path, 30).routing
+
+    assert probe is not None and probe.observable and probe.session_header is None
+    assert probe.spread_videos > 0, probe.workers
+
+
+def test_affinity_without_its_header_fails_the_mechanism_check(start_graph: StartGraph) -> None:
+    graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=4)
+    outputs = graph.outputs
+    place = PodPlace(work_dir="/unused", listen_host="127.0.0.1")
+    config = smoke_pod_config(outputs, "http://127.0.0.1:1", place, 30)["routing_probe"]
+
+    # The header dropped before the router: the affinity graph's probe sent without it.
+    sent = probe_routing(
+        f"{outputs.frontend_url}/v1/chat/completions", config | {"session_header": None}, 30
+    )
+
+    probe = RoutingProbe.model_validate(sent | {"session_header": outputs.session_header})
+    assert probe.observable and probe.spread_videos > 0, probe.workers
+    results = ProfileResults.load(FIXTURES / "results-session-affinity.json")
+    affinity = results.model_copy(update={"routing": probe})
+    rr = ProfileResults.load(FIXTURES / "results-round-robin.json")
+    failure = mechanism_failure(ABPair.of(rr, affinity))
+    assert failure is not None and "the session header did not reach the router" in failure
 
 
 def test_smoke_stage_reads_outputs_from_stdin(start_graph: StartGraph) -> None:
