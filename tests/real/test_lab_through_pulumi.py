@@ -17,10 +17,16 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from common import REPO_ROOT
 from stages.archive import ArchiveLocation, list_runs
 from tests.real.listening import reachable_off_loopback, tree_listening
 from tests.real.support import wait_until
+
+# `make real` shares tests out one by one (--dist loadgroup); these three stay together, one after
+# another on one worker: each runs whole lab A/Bs, whose graphs two at once would slow each other.
+pytestmark = pytest.mark.xdist_group("test_lab_through_pulumi")
 
 WORKLOAD = [
     "--videos", "2", "--questions", "2", "--output-tokens", "8", "--concurrency", "1",
