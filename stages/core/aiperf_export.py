@@ -23,7 +23,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 from common.credentials import mask
 from common.input_files import InputFileError, read_text
 from stages.core.model_files import refusal
-from stages.core.results import Amount, LevelResult, ResultsError
+from stages.core.results import Amount, Count, LevelResult, ResultsError
 
 AIPERF_EXPORT_FILE = "profile_export_aiperf.json"
 ERROR_MESSAGE_CHARS = 200
@@ -108,7 +108,7 @@ class ErrorKind(_Part):
     """One kind of failure and how many requests it failed (`ErrorDetailsCount`)."""
 
     error_details: ErrorDetails | None = None
-    count: int = Field(ge=0, strict=True)
+    count: Count
 
     def line(self) -> str:
         """`<count> x <code> <type>: <message>`, the message on one line and shortened."""
@@ -182,11 +182,11 @@ class AiperfExport(_Part):
 def _checked(validate: Callable[[], AiperfExport], source: object) -> LevelResult:
     try:
         export = validate()
+        if export.was_cancelled:
+            raise ResultsError(f"{source}: the AIPerf run was cancelled (was_cancelled: true)")
+        return export.level()  # its sums are held to a level's bounds too
     except ValidationError as error:  # not JSON, not an object, out of range
         raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
-    if export.was_cancelled:
-        raise ResultsError(f"{source}: the AIPerf run was cancelled (was_cancelled: true)")
-    return export.level()
 
 
 def parse_level(export: Any, source: str = "the export") -> LevelResult:

@@ -94,6 +94,23 @@ def test_a_cancelled_run_is_not_a_result(aiperf_export: dict[str, Any]) -> None:
         parse_level(aiperf_export | {"was_cancelled": True})
 
 
+@pytest.mark.parametrize(
+    ("counts", "named"),
+    [
+        ([MAX_MEASURE + 1], r"error_summary\[0\]\.count"),
+        ([MAX_MEASURE, MAX_MEASURE], "error_count"),
+    ],
+)
+def test_error_counts_past_a_levels_bound_are_refused_naming_the_field(
+    aiperf_export: dict[str, Any], counts: list[int], named: str
+) -> None:
+    """Found by hypothesis: one kind's count past 10**15 ended in a raw pydantic error."""
+    kinds = [{"error_details": {"code": 503}, "count": count} for count in counts]
+
+    with pytest.raises(ResultsError, match=named):
+        parse_level(aiperf_export | {"error_summary": kinds})
+
+
 def test_a_missing_metric_is_named(aiperf_export: dict[str, Any]) -> None:
     export = {k: v for k, v in aiperf_export.items() if k != "time_to_first_token"}
 
