@@ -8,6 +8,7 @@ from pathlib import Path
 from components.contract import StackOutputs
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.graph import GraphSpec
+from stages.core.routing_probe import RoutingProbe
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -18,3 +19,14 @@ def lab_outputs_for(profile: RoutingProfile, port: int = 8000) -> StackOutputs:
 
     spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=8)
     return lab_outputs(spec, port)
+
+
+def observed_probe(workers: list[list[str | int]], header: str | None) -> RoutingProbe:
+    """A routing probe that saw, for each video, the workers its questions reached."""
+    return RoutingProbe(
+        videos=len(workers),
+        questions=len(workers[0]),
+        session_header=header,
+        observable=True,
+        workers=workers,
+    )

@@ -26,7 +26,7 @@ from stages.core.verdicts import SmokeResult
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed, UsageError
 from stages.targets import StageTarget
-from tests.stages.support import FIXTURES, lab_outputs_for
+from tests.stages.support import FIXTURES, lab_outputs_for, observed_probe
 
 RR, SA = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
 
@@ -182,14 +182,7 @@ def test_one_graph_at_a_time_in_the_recipes_order(tmp_path: Path) -> None:
 
 
 def probe(profile: RoutingProfile, workers: list[list[str | int]]) -> RoutingProbe:
-    header = lab_outputs_for(profile).session_header
-    return RoutingProbe(
-        videos=len(workers),
-        questions=len(workers[0]),
-        session_header=header,
-        observable=True,
-        workers=workers,
-    )
+    return observed_probe(workers, lab_outputs_for(profile).session_header)
 
 
 KEPT: list[list[str | int]] = [["w1", "w1", "w1"], ["w2", "w2", "w2"]]

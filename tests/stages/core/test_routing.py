@@ -23,7 +23,7 @@ from stages.core.verdicts import PodRun, smoke_verdict
 from stages.errors import StageFailed
 from stages.incluster.smoke_pod import ROUTING_PROBE, probe_routing, worker_of
 from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN
-from tests.stages.support import lab_outputs_for
+from tests.stages.support import lab_outputs_for, observed_probe
 from tests.support import StandInHandler, stand_in_server
 
 WORKERS = 4
@@ -140,13 +140,7 @@ def test_a_frontend_that_drops_nvext_is_unobservable(frontend: str) -> None:
 
 
 def a_probe(workers: list[list[str | int]], header: str | None = SESSION_HEADER) -> RoutingProbe:
-    return RoutingProbe(
-        videos=len(workers),
-        questions=len(workers[0]),
-        session_header=header,
-        observable=True,
-        workers=workers,
-    )
+    return observed_probe(workers, header)
 
 
 def with_routing(kept: int, spread: int) -> ABPair:
