@@ -19,6 +19,7 @@ from components.args import GraphArgs
 from components.drift import warn_kubectl_fields
 from components.layer_manifests import Manifest, SharedLayer
 from components.live import Live, LiveReadError, ObjectRef
+from components.names import GRAPH_LABEL
 from components.readiness import (
     FAILED_GRACE_SECONDS,
     Outcome,
@@ -112,7 +113,7 @@ def graph_failure(failure: WaitFailed, ref: ObjectRef, timeout: int, key: str) -
         head = f"{ref} is not Ready after {timeout} s (cosmos3-nano-reasoner:{key})"
     else:
         head = f"{ref} cannot start: its status says so for {FAILED_GRACE_SECONDS:.0f} s"
-    selector = f"nvidia.com/dynamo-graph-deployment-name={ref.name}"
+    selector = f"{GRAPH_LABEL}={ref.name}"
     return "\n".join(
         [
             f"{head}: {verdict.summary}",

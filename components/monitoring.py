@@ -27,14 +27,13 @@ from components.args import MonitoringArgs
 from components.drift import warn_kubectl_fields
 from components.layer_manifests import Manifest, SharedLayer, kube_object
 from components.live import ClusterView, Live, ObjectRef
+from components.names import COMPONENT_TYPE_LABEL, GRAPH_LABEL
 from components.settings import config_key
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_KIND = "PrometheusRule"
 CRD_GROUP = "monitoring.coreos.com"
 CRD_API_VERSION = "apiextensions.k8s.io/v1"
-GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
-COMPONENT_TYPE_LABEL = "nvidia.com/dynamo-component-type"
 SCRAPED = (("frontend", "http"), ("worker", "system"))
 """Each component type and the port its /metrics is served on."""
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}

@@ -27,6 +27,13 @@ WORKER_COMPONENT = "Worker"
 MAIN_CONTAINER = "main"
 FRONTEND_PORT = 8000
 """The operator gives a frontend component's Service port `http` 8000."""
+WORKER_SYSTEM_PORT = 9090
+"""The operator gives a worker's container the port `system` 9090, where its /metrics is
+(reference/dynamo-cosmos3-facts.md 2.1, 2.3)."""
+GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
+COMPONENT_TYPE_LABEL = "nvidia.com/dynamo-component-type"
+"""Two of the labels the operator puts on a graph's pods: the graph's name, and `frontend` or
+`worker` (reference/dynamo-cosmos3-facts.md 2.2)."""
 SERVED_MODEL = "nvidia/cosmos3-nano-reasoner"
 """The model id the Cosmos3 NIM serves for the Nano Reasoner, so what the frontend lists in
 /v1/models: reference/dynamo-cosmos3-facts.md section 4.2 ("Served model id"), from third-party

@@ -11,6 +11,7 @@ then the report of both, all under `build/lab/` (docs/lab.md lists its files). A
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -171,8 +172,12 @@ class LabAbTarget:
         return lab_tools(self.install, self.conditions)
 
     def stage_target(self, outputs: StackOutputs) -> StageTarget:
-        """The stages as local processes against the graph's frontend, with the lab's tools."""
-        return LocalTarget(self.source.reached(outputs), self.local)
+        """The stages as local processes against the graph's frontend, with the lab's tools and
+        the /metrics pages of the profile's running workers."""
+        running = self.running.get(outputs.profile)
+        pages = tuple(running[0].worker_metrics_urls) if running else ()
+        local = dataclasses.replace(self.local, worker_metrics_pages=pages)
+        return LocalTarget(self.source.reached(outputs), local)
 
     def stack(self, profile: RoutingProfile) -> str:
         return self.source.stack(profile)

@@ -14,7 +14,7 @@ from typing import Any
 from kubernetes.client.exceptions import ApiException
 
 from components.contract import StackOutputs
-from components.names import FRONTEND_PORT, frontend_service
+from components.names import COMPONENT_TYPE_LABEL, FRONTEND_PORT, GRAPH_LABEL, frontend_service
 from lab.deployed_graph import DeployedGraph
 from lab.graph import LabGraphError
 from stages.cluster.kubernetes_api import KubernetesApi
@@ -46,8 +46,8 @@ def frontend_service_manifest(graph: DeployedGraph) -> dict[str, Any]:
         },
         "spec": {
             "selector": {
-                "nvidia.com/dynamo-graph-deployment-name": graph.name,
-                "nvidia.com/dynamo-component-type": "frontend",
+                GRAPH_LABEL: graph.name,
+                COMPONENT_TYPE_LABEL: "frontend",
             },
             "ports": [{"name": "http", "port": FRONTEND_PORT, "targetPort": FRONTEND_PORT}],
         },

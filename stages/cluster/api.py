@@ -63,6 +63,12 @@ class PodState:
     unschedulable: str | None = None
     """The scheduler's message while the pod cannot be placed (PodScheduled=False)."""
     ready: bool = False
+    ip: str | None = None
+    ports: tuple[tuple[str, int], ...] = ()
+    """Its containers' named ports: (name, port)."""
+
+    def port(self, name: str) -> int | None:
+        return next((number for named, number in self.ports if named == name), None)
 
     @property
     def started(self) -> bool:

@@ -238,6 +238,17 @@ def pod_state(pod: dict[str, Any]) -> PodState:
         terminated_reason=terminated.get("reason") if terminated else None,
         unschedulable=unschedulable,
         ready=bool(containers[0].get("ready")),
+        ip=status.get("podIP"),
+        ports=_named_ports(pod.get("spec") or {}),
+    )
+
+
+def _named_ports(spec: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    ports = [p for c in spec.get("containers") or [] for p in c.get("ports") or []]
+    return tuple(
+        (p["name"], p["containerPort"])
+        for p in ports
+        if isinstance(p.get("name"), str) and isinstance(p.get("containerPort"), int)
     )
 
 

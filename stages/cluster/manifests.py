@@ -252,11 +252,11 @@ def frontend_affinity(outputs: StackOutputs) -> dict[str, Any]:
     """Prefer the frontend's node, as the recipes' perf Jobs do (preferred: never blocks)."""
     match = [
         {
-            "key": "nvidia.com/dynamo-graph-deployment-name",
+            "key": names.GRAPH_LABEL,
             "operator": "In",
             "values": [outputs.graph_name],
         },
-        {"key": "nvidia.com/dynamo-component-type", "operator": "In", "values": ["frontend"]},
+        {"key": names.COMPONENT_TYPE_LABEL, "operator": "In", "values": ["frontend"]},
     ]
     term = {"topologyKey": "kubernetes.io/hostname", "labelSelector": {"matchExpressions": match}}
     preferred = [{"weight": 100, "podAffinityTerm": term}]

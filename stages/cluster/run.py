@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import ipaddress
 import uuid
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TextIO
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit
 from common.confined_paths import write_file
 from common.credentials import mask
 from common.output_folders import os_error_reason
+from components import names
 from components.contract import StackOutputs
 from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
@@ -29,7 +31,7 @@ from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionRe
 from stages.core.results import ProfileResults
 from stages.core.verdicts import PodRun, SmokeResult, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
-from stages.errors import UsageError
+from stages.errors import StageError, UsageError
 
 SMOKE_TIMEOUT_SECONDS = 900.0
 PERF_TIMEOUT_SECONDS = 4 * 3600.0
@@ -194,10 +196,33 @@ def perf_objects(
     workload: PerfWorkload,
     options: ClusterOptions,
     model_wait_seconds: float,
+    worker_metrics_pages: tuple[str, ...] = (),
 ) -> list[Manifest]:
     check_cluster_workload(workload)
     settings = options.job_settings(PERF_TIMEOUT_SECONDS, model_wait_seconds)
-    return manifests.perf_manifests(outputs, workload, settings)
+    plan = replace(settings.plan, worker_metrics_pages=worker_metrics_pages)
+    return manifests.perf_manifests(outputs, workload, replace(settings, plan=plan))
+
+
+def worker_metrics_pages(
+    api: ClusterApi, outputs: StackOutputs, say: Callable[[str], None]
+) -> tuple[str, ...]:
+    """The /metrics URL of each running worker pod of the graph, by its pod IP and `system` port:
+    the perf Job reads them from inside the cluster around each level. Listing pods is what the
+    stage's RBAC already allows; a refusal leaves them unread, said, never a failure."""
+    selector = f"{names.GRAPH_LABEL}={outputs.graph_name},{names.COMPONENT_TYPE_LABEL}=worker"
+    try:
+        pods = api.pods(selector)
+    except StageError as error:
+        say(f"the workers' /metrics will not be read (listing their pods failed): {error}")
+        return ()
+    pages = []
+    for pod in pods:
+        if pod.ip and pod.phase == "Running":
+            host = f"[{pod.ip}]" if ":" in pod.ip else pod.ip
+            pages.append(f"http://{host}:{pod.port('system') or names.WORKER_SYSTEM_PORT}/metrics")
+    say(f"the perf Job reads {len(pages)} workers' /metrics around each level")
+    return tuple(sorted(pages))
 
 
 def check_cluster_workload(workload: PerfWorkload) -> None:
@@ -251,7 +276,10 @@ def run_cluster_perf(
     """Run the perf Job; writes the pod's log, exports and `results.json` under `out_dir`."""
     require_cluster_reachable_frontend(outputs, "perf")
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
-    objects = perf_objects(outputs, workload, options, model_wait_seconds)
+    perf_objects(outputs, workload, options, model_wait_seconds)  # refused before connecting
+    api = api or connect(outputs, options)
+    pages = worker_metrics_pages(api, outputs, printer(f"perf {outputs.namespace}", stream))
+    objects = perf_objects(outputs, workload, options, model_wait_seconds, pages)
     _keep_record(outputs, workload, objects, out_dir)
     run = _run_job("perf", outputs, options, objects, PERF_TIMEOUT_SECONDS, api, stream, timer)
     log_path = out_dir / POD_LOG_FILE

@@ -30,10 +30,11 @@ from typing import Any, Literal
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE
 from stages.core.workload import PerfWorkload, VideoMedia, dataset_rows, video_ids
+from stages.incluster.graph_metrics import GRAPH_METRICS_FILE, SCRAPE_TIMEOUT_SECONDS
 
 INCLUSTER_DIR = Path(__file__).resolve().parent.parent / "incluster"
-PROGRAM_MODULES = ("pod_common.py", "processes.py", "log_exports.py")
-"""What every pod program imports besides its entry module (standard library only)."""
+PROGRAM_MODULES = ("pod_common.py", "processes.py", "log_exports.py", "graph_metrics.py")
+"""What the pod programs import besides their entry module (standard library only)."""
 PROGRAM_PACKAGE = PurePosixPath("stages/incluster")
 """Where the program files sit under the program's working directory, so `python -m
 stages.incluster.<program>` runs them with a bare interpreter."""
@@ -82,6 +83,9 @@ class PlanSettings:
     heartbeat_seconds: float = 60.0
     tokenizer_check: bool = False
     """Load the tokenizer before the sweep (the cluster's `builtin` one downloads on first use)."""
+    worker_metrics_pages: tuple[str, ...] = ()
+    """The workers' /metrics URLs the perf program reads around each level (with the frontend's,
+    which its URL gives): the lab knows its workers' ports, the cluster lists the worker pods."""
 
 
 def program_files(entry: str) -> dict[str, bytes]:
@@ -166,7 +170,12 @@ def perf_pod_plan(
         "aiperf_env": aiperf_environment(),
         "tokenizer_check": tokenizer_check(settings, place),
         "heartbeat_seconds": settings.heartbeat_seconds,
-        "export_files": [AIPERF_EXPORT_FILE, "profile_export_aiperf.csv"],
+        "export_files": [AIPERF_EXPORT_FILE, "profile_export_aiperf.csv", GRAPH_METRICS_FILE],
+        "graph_metrics": {
+            "frontend": f"{outputs.frontend_url.rstrip('/')}/metrics",
+            "workers": list(settings.worker_metrics_pages),
+            "timeout_seconds": SCRAPE_TIMEOUT_SECONDS,
+        },
         "levels": [
             _perf_level(outputs, workload, c, media if inline_datasets else None, place, settings)
             for c in workload.concurrencies

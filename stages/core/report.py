@@ -6,8 +6,8 @@ section compares each profile's hit ratio with two reference values: the physica
 affinity (every question but a video's first finds it cached) and what round robin would get if
 it scattered a video's questions at random over the workers (the real-GPU behaviour). The routing
 section shows, per profile, where the smoke stage's routing probe went (videos on one worker,
-workers per video, requests per worker), with a chart of the workers each video reached
-(`routing-chart.png`); when session affinity's videos did not stay on one worker the report is
+workers per video, requests per worker), and what the workers' own counters saw at each level
+(`stages.core.graph_metrics`), with a chart of both (`routing-chart.png`); when session affinity's videos did not stay on one worker the report is
 written, verdict saying so, and `write_report` fails (`ab_verdict.mechanism_failure`).
 
 The results are checked when read (`stages.core.results`); every value in them that is text (a
@@ -20,7 +20,7 @@ from __future__ import annotations
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from common.confined_paths import write_file
 from common.credentials import mask
@@ -32,9 +32,10 @@ from stages.core.ab_verdict import (
     mechanism_failure,
     verdict_line,
 )
+from stages.core.graph_metrics import GraphCounts, worker_load_section
 from stages.core.markdown import markdown_text
 from stages.core.results import LevelResult, ProfileResults
-from stages.core.routing_probe import observed_probes, routing_section
+from stages.core.routing_probe import RoutingProbe, observed_probes, routing_section
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -179,24 +180,73 @@ def render_markdown(pair: ABPair, chart_name: str | None = CHART_FILE) -> str:
     probes = (pair.round_robin.routing, pair.affinity.routing)
     routing = routing_section(*probes, ROUTING_CHART_FILE if chart_name else None)
     lines += routing + [""] if routing else []
+    charted = bool(chart_name) and not observed_probes(*probes)  # else the probe's links it
+    load = worker_load_section(graph_counts(pair), ROUTING_CHART_FILE if charted else None)
+    lines += load + [""] if load else []
     if chart_name:
         lines += [f"![A/B chart]({chart_name})", ""]
     return "\n".join(lines)
 
 
+def graph_counts(pair: ABPair) -> dict[str, list[tuple[int, GraphCounts | None]]]:
+    """Each profile's levels with what the graph counted during them."""
+    profiles = {"round robin": pair.round_robin, "session affinity": pair.affinity}
+    return {
+        name: [(level.concurrency, level.graph) for level in results.levels]
+        for name, results in profiles.items()
+    }
+
+
 def render_routing_chart(pair: ABPair, path: Path) -> Path | None:
     """Per profile, the workers each video of the probe reached (a dot per video and worker, its
-    size the questions it answered); None when no profile's probe saw the workers."""
+    size the questions it answered), and below, each level's requests per worker from the
+    workers' own counters; None when there is neither."""
     observed = observed_probes(pair.round_robin.routing, pair.affinity.routing)
-    if not observed:
+    counted = {
+        name: [(c, counts) for c, counts in rows if counts is not None and counts.workers]
+        for name, rows in graph_counts(pair).items()
+    }
+    counted = {name: rows for name, rows in counted.items() if rows}
+    if not observed and not counted:
         return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, len(observed), figsize=(6 * len(observed), 4), squeeze=False)
-    for axis, (name, probe) in zip(axes[0], observed.items(), strict=True):
+    rows = [row for row in (observed, counted) if row]
+    columns = max(len(row) for row in rows)
+    figure, axes = plt.subplots(
+        len(rows), columns, figsize=(6 * columns, 4 * len(rows)), squeeze=False
+    )
+    for axis in axes.flat:  # each panel drawn shows itself; a row's spare ones stay hidden
+        axis.set_visible(False)
+    if observed:
+        _probe_panels(axes[0], observed)
+    if counted:
+        _load_panels(axes[len(rows) - 1], counted)
+    return _saved(figure, path)
+
+
+def _load_panels(axes: Any, counted: dict[str, list[tuple[int, GraphCounts]]]) -> None:
+    """A stacked bar per level: each worker's requests, the busiest at the bottom."""
+    for axis, (name, levels) in zip(axes, counted.items(), strict=False):
+        axis.set_visible(True)
+        labels = [str(concurrency) for concurrency, _ in levels]
+        served = [counts.served() for _, counts in levels]
+        for rank in range(max(len(s) for s in served)):
+            heights = [s[rank] if rank < len(s) else 0 for s in served]
+            bottoms = [sum(s[:rank]) for s in served]
+            axis.bar(labels, heights, bottom=bottoms, edgecolor="white", linewidth=0.5)
+        axis.set_title(f"{name}: requests per worker (workers' /metrics)")
+        axis.set_xlabel("concurrency")
+        axis.set_ylabel("requests (one segment per worker)")
+        axis.grid(True, axis="y", alpha=0.3)
+
+
+def _probe_panels(axes: Any, observed: dict[str, RoutingProbe]) -> None:
+    for axis, (name, probe) in zip(axes, observed.items(), strict=False):
+        axis.set_visible(True)
         index = {worker: i for i, worker in enumerate(sorted(probe.requests_per_worker()))}
         for video, asked in enumerate(probe.workers):
             answered = [str(worker) for worker in asked]
@@ -208,7 +258,6 @@ def render_routing_chart(pair: ABPair, path: Path) -> Path | None:
         axis.set_ylabel("worker")
         axis.set_yticks(range(len(index)), [str(i) for i in range(len(index))])
         axis.grid(True, alpha=0.3)
-    return _saved(figure, path)
 
 
 def render_chart(pair: ABPair, path: Path) -> Path:

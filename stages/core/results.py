@@ -22,6 +22,7 @@ from common.input_files import (
 )
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
+from stages.core.graph_metrics import GraphCounts
 from stages.core.model_files import CHECKED, refusal, write_model
 from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
@@ -64,6 +65,9 @@ class LevelResult(BaseModel):
     error_kinds: list[str] = []
     """Why requests failed, one line per kind as AIPerf groups them: `<count> x <code> <type>:
     <message>` (the message shortened). Empty when none failed."""
+    graph: GraphCounts | None = None
+    """What the graph's own /metrics counted during the level (None: not read, as in the lab's
+    stand-alone stages, or written before it was recorded)."""
 
     @model_validator(mode="after")
     def _consistent(self) -> LevelResult:

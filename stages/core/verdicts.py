@@ -28,12 +28,14 @@ from common.confined_paths import remove_file, write_file
 from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
+from stages.core.graph_metrics import GraphMetricsError, read_graph_counts
 from stages.core.model_files import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.routing_probe import RoutingProbe
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod
+from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
 from stages.incluster.log_exports import EXPORT_BEGIN, EXPORT_END, ExportFormatError, decode_exports
 
 LOG_TAIL_LINES = 25
@@ -168,7 +170,8 @@ def write_exports(log: str, workload: PerfWorkload, out_dir: Path) -> None:
     masked (AIPerf echoes its endpoint and headers). Old exports of the same levels are removed
     first, so a level the log lacks cannot be read from an earlier run."""
     for concurrency in workload.concurrencies:
-        remove_file(out_dir / f"c{concurrency}" / "aiperf" / AIPERF_EXPORT_FILE)
+        for name in (AIPERF_EXPORT_FILE, GRAPH_METRICS_FILE):
+            remove_file(out_dir / f"c{concurrency}" / "aiperf" / name)
     try:
         exports = decode_exports(log.splitlines())
     except ExportFormatError as error:
@@ -201,9 +204,11 @@ def sweep_results(
     levels: list[LevelResult] = []
     unread = None
     for concurrency in workload.concurrencies:
+        artifact_dir = out_dir / f"c{concurrency}" / "aiperf"
         try:
-            levels.append(read_level(out_dir / f"c{concurrency}" / "aiperf"))
-        except ResultsError as error:  # missing, or not a result
+            level = read_level(artifact_dir)
+            levels.append(level.model_copy(update={"graph": read_graph_counts(artifact_dir)}))
+        except (ResultsError, GraphMetricsError) as error:  # missing, or not a result
             unread = error
             break
     if failed:

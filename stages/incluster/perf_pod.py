@@ -13,7 +13,8 @@ every level's dataset lines and AIPerf arguments. Steps:
    fetch one through its URL (the media Service), as the workers will; the lab's plan has no video
    files (its videos are text stand-ins), so there is nothing to make;
 4. per concurrency level: write its dataset, run AIPerf, print a summary and the level's exports
-   framed for the stage (`log_exports.export_lines`).
+   framed for the stage (`log_exports.export_lines`); when the plan names the graph's `/metrics`
+   pages, what the graph counted during the level is one of them (`graph_metrics`).
 
 The last line is `Perf sweep finished: ...` on success; a failure prints `Perf FAILED: <reason>`
 (exit 1), a frontend that never lists the model `Frontend not ready: <reason>` (exit 3).
@@ -33,7 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from stages.incluster import pod_common
+from stages.incluster import graph_metrics, pod_common
 from stages.incluster.log_exports import Export, export_lines
 from stages.incluster.pod_common import PodFailure, say
 from stages.incluster.processes import running_group
@@ -102,7 +103,8 @@ def run_aiperf(config: dict[str, Any], level: dict[str, Any]) -> None:
     """
     artifact_dir = Path(level["artifact_dir"])
     artifact_dir.mkdir(parents=True, exist_ok=True)
-    for stale in (AIPERF_EXPORT_JSON, RECORDS_FILE):  # from an earlier run into the same place
+    stale_files = (AIPERF_EXPORT_JSON, RECORDS_FILE, graph_metrics.GRAPH_METRICS_FILE)
+    for stale in stale_files:  # from an earlier run into the same place
         (artifact_dir / stale).unlink(missing_ok=True)
     log_path = artifact_dir.parent / "aiperf-output.log"
     label = f"concurrency {level['concurrency']}"
@@ -176,9 +178,16 @@ def run_level(config: dict[str, Any], level: dict[str, Any], index: int) -> None
     levels = len(config["levels"])
     say(f"level {index}/{levels}: concurrency {level['concurrency']}, {level['requests']} requests")
     write_dataset(level)
+    sources = config.get("graph_metrics")
+    before = graph_metrics.snapshot(sources) if sources else None
     run_aiperf(config, level)
-    export = json.loads((Path(level["artifact_dir"]) / AIPERF_EXPORT_JSON).read_text())
+    artifact_dir = Path(level["artifact_dir"])
+    export = json.loads((artifact_dir / AIPERF_EXPORT_JSON).read_text())
     say(summary(level["concurrency"], export))
+    if sources and before is not None:
+        record = graph_metrics.level_record(before, graph_metrics.snapshot(sources))
+        graph_metrics.write_level_record(record, artifact_dir)
+        say(graph_metrics.summary(record))
     print_exports(config, level)
 
 

@@ -88,6 +88,9 @@ class LocalTools:
     """How the graph's sweeps are timed: its time scale (the pauses between questions are
     stretched by it, the results given back in real time) and the host load is measured and
     recorded with them. None: real time, unmeasured."""
+    worker_metrics_pages: tuple[str, ...] = ()
+    """The graph's workers' /metrics URLs, read around each perf level with the frontend's (the
+    lab knows its workers' ports; none: only the frontend's is read)."""
 
 
 def require_local_tools(tools: LocalTools | None, outputs: StackOutputs) -> LocalTools:
@@ -196,6 +199,7 @@ def run_local_perf(
         model_wait_seconds=model_wait_seconds,
         connection_reuse=NEW_CONNECTIONS,
         heartbeat_seconds=LOCAL_HEARTBEAT_SECONDS,
+        worker_metrics_pages=tools.worker_metrics_pages,
     )
     media = tools.media_for(workload)
     conditions = tools.conditions

@@ -118,7 +118,17 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
     assert outputs["sessionAffinityTtlSeconds"] == 600  # the TTL slowed with the graph
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["run_id"] == "cli-run" and summary["peak_rss_bytes"] > 0
-    assert (tmp_path / "report.md").read_text().startswith("#")
+    report = (tmp_path / "report.md").read_text()
+    assert report.startswith("#")
+    for path in profiles:  # every level read the graph's own counters: both workers, all requests
+        for level in ProfileResults.load(path).levels:
+            assert level.graph is not None and not level.graph.unreachable
+            assert len(level.graph.workers) == 2
+            assert sum(level.graph.served()) == level.request_count
+            assert level.graph.frontend is not None
+            assert level.graph.frontend.requests == level.request_count
+    assert "Requests per worker (the workers' and the frontend's own /metrics" in report
+    assert "| session affinity | " in report
     again = subprocess.run(
         command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
     )

@@ -73,8 +73,11 @@ class FakeCluster:
         namespace: str = "cosmos3-nano-reasoner",
         existing: tuple[tuple[str, str], ...] = (),
         linger: int = 2,
+        workers: list[PodState] | ClusterUnreachable = [],  # noqa: B006 (never changed)
     ) -> None:
         self.namespace = namespace
+        self.workers = workers
+        """The graph's worker pods (a listing with `...component-type=worker`), or its refusal."""
         self.frames = frames
         self.objects: dict[tuple[str, str], Manifest] = {key: {} for key in existing}
         self.deleting: dict[tuple[str, str], int] = {}
@@ -121,6 +124,10 @@ class FakeCluster:
         return JobState(uid="uid-1", active=0 if conditions else 1, conditions=tuple(conditions))
 
     def pods(self, label_selector: str) -> list[PodState]:
+        if label_selector.endswith("dynamo-component-type=worker"):
+            if isinstance(self.workers, ClusterUnreachable):
+                raise self.workers
+            return self.workers
         self.selectors.append(label_selector)
         return [self.frame.pod] if self.frame.pod else []
 

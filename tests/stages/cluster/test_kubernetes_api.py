@@ -27,6 +27,7 @@ import pytest
 import yaml
 
 from components.routing import RoutingProfile
+from stages.cluster.kubernetes_api import pod_state
 from stages.cluster.run import ClusterOptions, run_cluster_smoke
 from tests.stages.cluster.fakes import cluster_outputs
 from tests.support import StandInHandler, stand_in_server
@@ -199,3 +200,22 @@ def test_json_looking_log_lines_come_back_unchanged(
     answer = run_cluster_smoke(cluster_outputs(RoutingProfile.ROUND_ROBIN), options, 60).answer
 
     assert answer == '{"answer": "a box"}'
+
+
+def test_a_pod_carries_its_ip_and_named_ports() -> None:
+    pod = {
+        "metadata": {"name": "w-0"},
+        "spec": {
+            "containers": [
+                {"name": "main", "ports": [{"name": "system", "containerPort": 9090}]},
+                {"name": "sidecar", "ports": [{"containerPort": 8080}, {"name": 7}]},
+            ]
+        },
+        "status": {"phase": "Running", "podIP": "10.1.0.7"},
+    }
+
+    state = pod_state(pod)
+
+    assert (state.ip, state.ports) == ("10.1.0.7", (("system", 9090),))
+    assert state.port("system") == 9090 and state.port("http") is None
+    assert pod_state({"status": {"phase": "Pending"}}).ip is None

@@ -7,6 +7,7 @@ replaces the previous run, and perf exports decoded from the log into results.
 
 from __future__ import annotations
 
+import gzip
 import io
 import json
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from stages.cluster.api import Condition, PodState
 from stages.cluster.job_runner import Timer
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.cluster.run import ClusterOptions, run_cluster_perf, run_cluster_smoke
+from stages.core.pod_plans import PERF_PLAN
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.core.verdicts import LogEcho, PodRun, sweep_results
@@ -27,11 +29,13 @@ from stages.errors import (
     EXIT_FRONTEND_NOT_READY,
     EXIT_POD_NOT_STARTED,
     EXIT_TIMED_OUT,
+    ClusterUnreachable,
     FrontendNotReady,
     PodNotStarted,
     StageFailed,
     TimedOut,
 )
+from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
 from stages.incluster.log_exports import Export, export_lines
 from tests.stages.cluster.fakes import (
     FakeClock,
@@ -40,6 +44,7 @@ from tests.stages.cluster.fakes import (
     cluster_outputs,
     failed,
     pending,
+    pod_files,
     running,
     succeeded,
 )
@@ -295,6 +300,43 @@ def test_perf_exports_in_the_log_become_the_same_results_as_the_lab(tmp_path: Pa
     assert rows[0]["video"].startswith("http://cosmos3-nano-reasoner-perf-media.")
     assert (tmp_path / "pod.log").read_text() == cluster.frame.log
     assert "kind: Job" in (tmp_path / "manifests.yaml").read_text()
+
+
+WORKER_PODS = [
+    PodState("w-0", "Running", ip="10.1.0.7", ports=(("system", 9345), ("nixl", 5600))),
+    PodState("w-1", "Running", ip="fd00::12"),  # no named port: the operator's 9090
+    PodState("w-2", "Pending"),  # not serving yet: nothing to read
+]
+
+
+def test_the_perf_job_reads_the_running_workers_metrics(tmp_path: Path) -> None:
+    counted = json.dumps({"workers": {"7": {"requests": 9}}}).encode()
+    graph_metrics = Export(2, GRAPH_METRICS_FILE, counted)
+    log = perf_log([fixture_export(), graph_metrics])
+    cluster = FakeCluster([succeeded(log)], workers=WORKER_PODS)
+    run = Run(cluster)
+
+    results = run.perf(tmp_path)
+
+    plan = json.loads(gzip.decompress(pod_files(cluster.created("ConfigMap"))[PERF_PLAN]))
+    assert plan["graph_metrics"]["workers"] == [
+        "http://10.1.0.7:9345/metrics",
+        "http://[fd00::12]:9090/metrics",
+    ]
+    assert plan["graph_metrics"]["frontend"].endswith(":8000/metrics")
+    assert "reads 2 workers' /metrics around each level" in run.progress
+    (level,) = results.levels
+    assert level.graph is not None and level.graph.served() == [9]
+
+
+def test_a_refused_worker_listing_is_said_and_the_sweep_runs(tmp_path: Path) -> None:
+    refused = ClusterUnreachable("list pods: HTTP 403 Forbidden")
+    run = Run(FakeCluster([succeeded(perf_log([fixture_export()]))], workers=refused))
+
+    (level,) = run.perf(tmp_path).levels
+
+    assert "the workers' /metrics will not be read (listing their pods failed): " in run.progress
+    assert level.graph is None
 
 
 def test_a_level_missing_from_the_log_fails_perf(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import subprocess
 import sys
@@ -156,9 +157,10 @@ def test_perf_stage_parses_a_real_aiperf_sweep(
     graph = start_graph(RoutingProfile.SESSION_AFFINITY, workers=2)
     progress = io.StringIO()
 
-    results = run_local_perf(
-        graph.outputs, TINY, tmp_path / "perf", lab_tools(lab_install), 30, stream=progress
-    )
+    pages = tuple(graph.worker_metrics_urls)
+    tools = dataclasses.replace(lab_tools(lab_install), worker_metrics_pages=pages)
+
+    results = run_local_perf(graph.outputs, TINY, tmp_path / "perf", tools, 30, stream=progress)
 
     (level,) = results.levels
     assert (level.concurrency, level.request_count, level.error_count) == (2, 6, 0)
@@ -169,6 +171,15 @@ def test_perf_stage_parses_a_real_aiperf_sweep(
     assert ProfileResults.load(tmp_path / "perf" / "results.json") == results
     assert (tmp_path / "perf" / "c2" / "aiperf" / "profile_export_aiperf.json").is_file()
     assert "concurrency 2 finished" in progress.getvalue()
+    # The graph's own counters: both workers read, every request counted once, each video's three
+    # questions on one worker (so each worker served a multiple of three).
+    counts = level.graph
+    assert counts is not None and counts.unreachable == []
+    assert len(counts.workers) == 2 and sum(counts.served()) == 6
+    assert all(served % 3 == 0 for served in counts.served()), counts
+    assert counts.frontend is not None and counts.frontend.requests == 6
+    assert counts.frontend.input_tokens > 0 and counts.frontend.cached_tokens > 0
+    assert "graph metrics: " in progress.getvalue()
 
 
 def test_a_lab_graphs_outputs_need_the_lab(start_graph: StartGraph) -> None:
