@@ -44,7 +44,14 @@ from lab.ab import (
 )
 from lab.cluster_ab import ClusterGraphs
 from lab.environment import LabInstall, LabNotInstalled
-from lab.graph import DEFAULT_WORKERS, MAX_WORKERS, GraphSpec, LabGraph, LabGraphError
+from lab.graph import (
+    DEFAULT_WORKERS,
+    MAX_FRONTENDS,
+    MAX_WORKERS,
+    GraphSpec,
+    LabGraph,
+    LabGraphError,
+)
 from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
 from lab.planner.calibration import CalibrationError
 from lab.planner.capacity import CapacityError
@@ -63,8 +70,14 @@ from stages.options import add_workload_arguments, checked_option, positive_inte
 
 def _ab(args: argparse.Namespace) -> int:
     """The A/B orchestrator with the lab as its target (`lab.ab`)."""
+    if args.frontends > 1 and not args.direct:  # a ValueError: exit 2, before anything starts
+        raise ValueError(
+            "--frontends: several frontends run on the direct path only (--direct); the local "
+            "cluster's graphs have the one frontend their DynamoGraphDeployment names"
+        )
     install = LabInstall().require()  # before anything starts: say how to install it
-    source = DirectGraphs() if args.direct else ClusterGraphs()
+    hashing = args.frontend_choice == "hash"
+    source = DirectGraphs(args.frontends, hashing) if args.direct else ClusterGraphs()
     target = LabAbTarget(args.out, args.workers, install, args.time_scale, source=source)
     run = ab_run(args, lab_archive(args.out), LAB_WORKLOAD, LAB_RECIPE_WORKLOAD)
     started = time.monotonic()
@@ -161,6 +174,20 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="start each graph from the routing settings, without the local cluster and "
         "`pulumi up` (no engine needed; the way calibration and prediction start theirs)",
+    )
+    ab.add_argument(
+        "--frontends",
+        default=1,
+        help=f"frontends per graph, behind the lab's pass-through (1 to {MAX_FRONTENDS}; --direct)",
+        **positive_integer_option(MAX_FRONTENDS),
+    )
+    ab.add_argument(
+        "--frontend-choice",
+        choices=("hash", "random"),
+        default="hash",
+        help="with several frontends, each connection to the one its X-Dynamo-Session-ID hashes "
+        "to (hash, default: a consistent-hashing load balancer) or to one at random (random: a "
+        "plain Service, which splits a session's affinity over the frontends)",
     )
     add_run_arguments(ab, DEFAULT_OUT)
     add_workload_arguments(ab)

@@ -88,9 +88,14 @@ class GraphSource(Protocol):
     def close(self) -> None: ...
 
 
+@dataclass(frozen=True)
 class DirectGraphs:
-    """Each graph started from the routing settings (no cluster, no engine)."""
+    """Each graph started from the routing settings (no cluster, no engine), with `frontends`
+    frontends behind the lab's pass-through, which hashes the session header to one of them
+    (`frontend_hashing`) or gives each connection to one at random (lab/pass_through.py)."""
 
+    frontends: int = 1
+    frontend_hashing: bool = True
     name = "lab"
 
     def stack(self, profile: RoutingProfile) -> str:
@@ -108,8 +113,13 @@ class DirectGraphs:
             workers=target.workers,
             install=target.install,
             mocker_args=REAL_SPEED.mocker_args(scale) + target.mocker_args.get(profile, ()),
+            frontends=self.frontends,
+            frontend_hashing=self.frontend_hashing,
         )
         say(f"{profile.value}: starting a lab graph with {target.workers} mock workers")
+        if self.frontends > 1:
+            how = "by the session header's hash" if self.frontend_hashing else "at random"
+            say(f"{profile.value}: {self.frontends} frontends, each connection to one {how}")
         graph = LabGraph(spec, target.out / "runs" / profile.value).__enter__()
         return graph.outputs, graph
 

@@ -17,8 +17,13 @@ gives the frontend's command line as the object stores it (`FrontendCommand`), o
 sets only where it listens (`listen_on`), and the model name the stack's outputs promise.
 
 Over 300 lines: one graph runner, whose start, readiness wait, stop and log tails share the list
-of its processes (the frontend's command line and the delay proxy's start among them); the
+of its processes (the frontends' command line and the pass-through's start among them); the
 direct path and the controller both run graphs with it.
+
+Several frontends (`frontends`, the direct path): the same command line each, on its own port,
+behind the pass-through (`lab/pass_through.py`), which gives each connection to one of them by a
+hash of its session header (`frontend_hashing`) or at random: what a consistent-hashing load
+balancer, or a plain Service, does in front of a cluster's frontend replicas.
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from stages.incluster.processes import (
 )
 
 DEFAULT_WORKERS = 8
+MAX_FRONTENDS = 4
 MAX_WORKERS = 128
 """What one machine runs: each mock worker holds about 115 MiB and 4 ZMQ sockets (128: ~15 GiB)."""
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
@@ -108,7 +114,11 @@ class GraphSpec:
     mocker_args: tuple[str, ...] = ()
     startup_timeout_seconds: float = DEFAULT_STARTUP_TIMEOUT_SECONDS
     pre_engine_delay_ms: float = 0.0
-    """Wall-clock delay before each request reaches the frontend (`lab/delay_proxy.py`); 0: none."""
+    """Wall-clock delay before each request reaches the frontend (`lab/pass_through.py`); 0: none."""
+    frontends: int = 1
+    frontend_hashing: bool = True
+    """With several frontends: each connection to the one its session header hashes to (True), or
+    to one at random (False)."""
     frontend: FrontendCommand | None = None
     name: str | None = None
     served_model: str = MODEL_NAME
@@ -118,6 +128,8 @@ class GraphSpec:
             raise ValueError("a lab graph takes either its routing or a frontend command line")
         if not 1 <= self.workers <= MAX_WORKERS:
             raise ValueError(f"the lab runs 1 to {MAX_WORKERS} workers, got {self.workers}")
+        if not 1 <= self.frontends <= MAX_FRONTENDS:
+            raise ValueError(f"the lab runs 1 to {MAX_FRONTENDS} frontends, got {self.frontends}")
         if not 0 <= self.pre_engine_delay_ms < float("inf"):
             raise ValueError(f"a pre-engine delay is 0 or more ms, got {self.pre_engine_delay_ms}")
 
@@ -168,10 +180,10 @@ class LabGraph:
         self.spec = spec
         self.run_dir = run_dir.resolve()
         self.processes: list[GroupProcess] = []
-        """The frontend, then the workers."""
-        self.delay_proxy: GroupProcess | None = None
+        """The frontends, then the workers."""
+        self.pass_through: GroupProcess | None = None
         self.worker_metrics_urls: list[str] = []
-        self.frontend_port = 0
+        self.frontend_ports: list[int] = []
         self.outputs_path = self.run_dir / "outputs.json"
         self._outputs: StackOutputs | None = None
 
@@ -186,7 +198,7 @@ class LabGraph:
         return [process.pgid for process in self._every_process()]
 
     def _every_process(self) -> list[GroupProcess]:
-        return self.processes + ([self.delay_proxy] if self.delay_proxy else [])
+        return self.processes + ([self.pass_through] if self.pass_through else [])
 
     def rss_bytes(self) -> int:
         """Resident memory of the frontend and all workers right now."""
@@ -212,22 +224,28 @@ class LabGraph:
         for sub in ("discovery", "home", "tmp", "logs"):
             inside(self.run_dir, sub).mkdir(parents=True, exist_ok=True)
         env = dynamo_environment(self.run_dir, os.environ)
-        self.frontend_port = free_port()
-        self._start_frontend(env)
+        for index in range(self.spec.frontends):
+            self._start_frontend(index, env)
         for index in range(self.spec.workers):
             self._start_worker(index, env)
-        self._wait_until_serving()
+        for port in self.frontend_ports:
+            self._wait_until_serving(port)
         port = self.frontend_port
-        if self.spec.pre_engine_delay_ms:
+        if self.spec.pre_engine_delay_ms or self.spec.frontends > 1:
             with deferred_interrupts():  # recorded before an interrupt can strike
-                self.delay_proxy, port = start_delay_proxy(
-                    self.run_dir, self.frontend_port, self.spec.pre_engine_delay_ms, env
+                self.pass_through, port = start_pass_through(
+                    self.run_dir, self.spec, self.frontend_ports, env
                 )
         self.publish(port)
 
+    @property
+    def frontend_port(self) -> int:
+        """The first frontend's port (the only one's, but on the direct path with several)."""
+        return self.frontend_ports[0] if self.frontend_ports else 0
+
     def publish(self, port: int) -> None:
-        """The port clients use, in the outputs and outputs.json: the frontend's, the delay
-        proxy's, or a forward's in front of them (`lab up` in its own network namespace)."""
+        """The port clients use, in the outputs and outputs.json: the frontend's, the
+        pass-through's, or a forward's in front of them (`lab up` in its own network namespace)."""
         self._outputs = lab_outputs(self.spec, port)
         if self._outputs is not None:
             write_file(self.outputs_path, json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")
@@ -244,17 +262,18 @@ class LabGraph:
                 process.stop()
             self._outputs = None
 
-    def _start_frontend(self, env: dict[str, str]) -> None:
-        """The frontend, listening on 127.0.0.1 at a free port: the one thing set over what its
+    def _start_frontend(self, index: int, env: dict[str, str]) -> None:
+        """A frontend, listening on 127.0.0.1 at a free port: the one thing set over what its
         command line and environment say (the arguments' own --http-host/--http-port too)."""
-        argv = listen_on(
-            self.spec.frontend_argv(self.spec.install.dynamo_python), self.frontend_port
-        )
+        port = free_port()
+        self.frontend_ports.append(port)
+        argv = listen_on(self.spec.frontend_argv(self.spec.install.dynamo_python), port)
         own_env = dict(self.spec.frontend.env) if self.spec.frontend else {}
         venv_bin = str(self.spec.install.dynamo_python.parent)
         path = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
-        listen = {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(self.frontend_port)}
-        self._spawn("frontend", argv, env | own_env | {"PATH": path} | listen)
+        listen = {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(port)}
+        name = "frontend" if index == 0 else f"frontend-{index}"
+        self._spawn(name, argv, env | own_env | {"PATH": path} | listen)
 
     def _start_worker(self, index: int, env: dict[str, str]) -> None:
         metrics_port = free_port()  # below 32768: Dynamo's DYN_SYSTEM_PORT parser
@@ -273,9 +292,10 @@ class LabGraph:
         with deferred_interrupts():  # recorded before an interrupt can strike, so stop() sees it
             self.processes.append(start_group_process(name, argv, env, log_path, cwd=REPO_ROOT))
 
-    def _wait_until_serving(self) -> None:
-        """Until /v1/models lists the model and /health lists all N workers' generate endpoints."""
-        base = f"http://{LOOPBACK}:{self.frontend_port}"
+    def _wait_until_serving(self, port: int) -> None:
+        """Until the frontend at `port` lists the model in /v1/models and all N workers' generate
+        endpoints in /health."""
+        base = f"http://{LOOPBACK}:{port}"
         deadline = time.monotonic() + self.spec.startup_timeout_seconds
         state = "no answer from the frontend yet"
         while time.monotonic() < deadline:
@@ -313,7 +333,7 @@ class LabGraph:
 
     def log_tails(self) -> str:
         # The frontend and the first crashed worker (else the first worker) tell the story.
-        workers = self.processes[1:]
+        workers = self.processes[self.spec.frontends :]
         crashed = [p for p in workers if p.exit_code() is not None]
         shown = self.processes[:1] + (crashed or workers)[:1]
         return "\n".join(f"---- {p.log_path} ----\n{p.log_tail(15)}" for p in shown)
@@ -333,31 +353,32 @@ def registered_workers(health: Mapping[str, object]) -> int:
     )
 
 
-DELAY_PROXY = Path(__file__).resolve().parent / "delay_proxy.py"
-DELAY_PROXY_START_SECONDS = 10.0
-DELAY_PROXY_POLL_SECONDS = 0.05
+PASS_THROUGH = Path(__file__).resolve().parent / "pass_through.py"
+PASS_THROUGH_START_SECONDS = 10.0
+PASS_THROUGH_POLL_SECONDS = 0.05
 
 
-def start_delay_proxy(
-    run_dir: Path, upstream_port: int, delay_ms: float, env: dict[str, str]
+def start_pass_through(
+    run_dir: Path, spec: GraphSpec, frontend_ports: list[int], env: dict[str, str]
 ) -> tuple[GroupProcess, int]:
-    """The proxy in front of `upstream_port`, and the port clients use instead."""
-    port_file = run_dir / "tmp" / "delay-proxy.port"
+    """The pass-through in front of the frontends, and the port clients use instead."""
+    port_file = run_dir / "tmp" / "pass-through.port"
     port_file.unlink(missing_ok=True)
+    choice = "hash" if spec.frontend_hashing else "random"
     # Laid out by hand (formatter skipped): a command line, the interpreter and its flags, then
-    # the proxy's own arguments.
+    # the pass-through's own arguments.
     argv = [
-        sys.executable, "-S", "-E", "-B", str(DELAY_PROXY),
-        str(upstream_port), f"{delay_ms}", str(port_file),
+        sys.executable, "-S", "-E", "-B", str(PASS_THROUGH),
+        str(port_file), f"{spec.pre_engine_delay_ms}", choice, *map(str, frontend_ports),
     ]  # fmt: skip
-    log_path = run_dir / "logs" / "delay-proxy.log"
-    proxy = start_group_process("delay-proxy", argv, env, log_path, REPO_ROOT)
-    deadline = time.monotonic() + DELAY_PROXY_START_SECONDS
+    log_path = run_dir / "logs" / "pass-through.log"
+    process = start_group_process("pass-through", argv, env, log_path, REPO_ROOT)
+    deadline = time.monotonic() + PASS_THROUGH_START_SECONDS
     while not port_file.exists():
-        if proxy.exit_code() is not None or time.monotonic() > deadline:
-            proxy.stop()
+        if process.exit_code() is not None or time.monotonic() > deadline:
+            process.stop()
             raise LabGraphError(
-                f"the lab's delay proxy did not start\n---- {log_path} ----\n{proxy.log_tail(15)}"
+                f"the lab's pass-through did not start\n---- {log_path} ----\n{process.log_tail(15)}"
             )
-        time.sleep(DELAY_PROXY_POLL_SECONDS)
-    return proxy, int(read_text(port_file, "delay proxy's port file", MAX_STATE_BYTES))
+        time.sleep(PASS_THROUGH_POLL_SECONDS)
+    return process, int(read_text(port_file, "pass-through's port file", MAX_STATE_BYTES))

@@ -22,7 +22,7 @@ import sys
 import threading
 from collections.abc import Sequence
 
-from lab.delay_proxy import forward_connections, loopback_listener
+from lab.pass_through import forward_connections, loopback_listener
 from testenv.netns import UNSHARE, can_isolate, loopback_up
 
 ISOLATED_ENV = "LAB_NETWORK_NAMESPACE"

@@ -23,7 +23,7 @@ from common.output_folders import claimed_folder
 from components.routing import RoutingProfile, routing_for
 from lab import isolation
 from lab.__main__ import WRITER
-from lab.delay_proxy import LOOPBACK, loopback_listener
+from lab.pass_through import LOOPBACK, loopback_listener
 from lab.environment import dynamo_environment
 from lab.graph import GraphSpec, LabGraph, lab_outputs
 from stages.incluster import exit_causes
