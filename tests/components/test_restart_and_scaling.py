@@ -234,6 +234,16 @@ def test_an_autoscaled_graph_is_registered_without_a_worker_count(run_stack: Run
     assert worker["scalingAdapter"] == {} and "replicas" not in worker
 
 
+def test_a_graph_switched_to_autoscaling_is_registered_with_its_live_count(
+    run_stack: RunStack,
+) -> None:
+    running = live_graph(("pulumi-kubernetes-1a2b3c", "Apply"), replicas=4)
+    cluster = MockCluster({("DynamoGraphDeployment", GRAPH): running})
+    run = run_stack("round-robin", AUTOSCALING, cluster=cluster, preview=True)
+    worker = worker_of(run.one(DGD).inputs)
+    assert (worker["replicas"], worker["scalingAdapter"]) == (4, {})
+
+
 def test_the_graph_is_not_read_when_neither_key_asks(run_stack: RunStack) -> None:
     cluster = MockCluster()
     run_stack("round-robin", cluster=cluster, preview=True)

@@ -112,3 +112,32 @@ def test_a_count_the_autoscaler_set_survives_up_and_leaves_the_preview_clean(
     env = after["podTemplate"]["spec"]["containers"][0]["env"]
     assert {"name": "NIM_LOG_LEVEL", "value": "DEBUG"} in env
     assert stacks.outputs(STACK)["workerAutoscaling"] is True
+
+
+def test_a_running_graph_switched_to_autoscaling_keeps_its_count_until_the_autoscaler_sets_one(
+    stacks: LocalStacks, local_cluster: local.LocalCluster
+) -> None:
+    layer_up(stacks)
+    stacks.configure(STACK, SITE | {"workerReplicas": "4"})
+    stacks.run("up", "--yes", "--stack", STACK)
+
+    stacks.run("config", "set", "workerAutoscaling", "true", "--stack", STACK)
+    stacks.run("up", "--yes", "--stack", STACK)
+    switched = worker(live_graph(local_cluster))
+    assert (switched["replicas"], switched["scalingAdapter"]) == (4, {})
+
+    scaled = {
+        "apiVersion": "nvidia.com/v1beta1",
+        "kind": "DynamoGraphDeployment",
+        "metadata": {"name": GRAPH, "namespace": NAMESPACE},
+        "spec": {"components": [{"name": "Worker", "replicas": 2}]},
+    }
+    local_cluster.kubectl(
+        "apply", "--server-side", "--force-conflicts", f"--field-manager={AUTOSCALER}",
+        "-f", "-", stdin=json.dumps(scaled),
+    )  # fmt: skip
+
+    # The count leaves the program's object once (the state still holds 4), changing nothing.
+    stacks.run("up", "--yes", "--stack", STACK)
+    assert worker(live_graph(local_cluster))["replicas"] == 2
+    stacks.run("preview", "--expect-no-changes", "--stack", STACK)
