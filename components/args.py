@@ -72,6 +72,12 @@ class GraphArgs(_Args):
     """For a graph at its first generation."""
     update_timeout_seconds: int
     """After a change: every worker restarts, in the operator's rolling update."""
+    restart_id: str = ""
+    """spec.restart.id once the graph exists; empty: no restart requested."""
+    restart_strategy: str = "Sequential"
+    autoscaling: bool = False
+    """The Worker's replicas belong to the operator's scaling adapter (and the autoscaler behind
+    it): the program writes `scalingAdapter: {}` and no count."""
 
 
 class MonitoringArgs(_Args):

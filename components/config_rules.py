@@ -166,6 +166,19 @@ def _monitoring_label(item: str) -> list[str]:
     return k8s.label_problems(item)
 
 
+MAX_RESTART_ID_CHARACTERS = 256
+"""A restart id is a marker (a date, a counter), written to spec.restart.id and carried by the
+operator into pod annotations; longer text is a paste, not an id."""
+
+
+def _restart_id(value: str) -> list[str]:
+    if len(value) > MAX_RESTART_ID_CHARACTERS:
+        return [f"must be at most {MAX_RESTART_ID_CHARACTERS} characters"]
+    if value != value.strip():
+        return ["must not begin or end with whitespace"]
+    return _no_control_characters(value)
+
+
 def _command(items: list[str]) -> list[str]:
     if not items[0].strip():
         raise ValueError("the first item must name the program to run")
@@ -196,6 +209,8 @@ WorkerReplicas = Annotated[
     Field(ge=1),
     _at_most(MAX_WORKER_REPLICAS, "more workers than the largest Kubernetes cluster has nodes"),
 ]
+RestartId = Annotated[str, _rule(_restart_id)]
+"""spec.restart.id (the CRD: a string of at least one character); empty: no restart requested."""
 RuntimeVersion = Annotated[
     str, Field(pattern=r"^(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})\.(0|[1-9][0-9]{0,3})$")
 ]

@@ -60,6 +60,20 @@ class StackOutputs(BaseModel):
         default=None, description="kubeconfig context of the cluster; None for the lab."
     )
     target: Literal["cluster", "lab"] = "cluster"
+    # Autoscaler-owned replicas (workerAutoscaling): absent on a graph of a fixed count.
+    worker_autoscaling: bool | None = Field(
+        default=None,
+        description=(
+            "True: an autoscaler owns the worker count, workerReplicas is its maximum; "
+            "absent (null) or false: the graph runs exactly workerReplicas workers."
+        ),
+    )
+    worker_min_replicas: int | None = Field(default=None, ge=1, le=MAX_WORKER_REPLICAS)
+    worker_max_replicas: int | None = Field(default=None, ge=1, le=MAX_WORKER_REPLICAS)
+    worker_scaling_adapter: str | None = Field(
+        default=None,
+        description="The DynamoGraphDeploymentScalingAdapter an autoscaler scales the workers by.",
+    )
 
     @field_validator("namespace")
     @classmethod
@@ -96,6 +110,18 @@ class StackOutputs(BaseModel):
                 f"got {self.session_header!r}"
             )
         return self
+
+    @model_validator(mode="after")
+    def _bounds_in_order(self) -> StackOutputs:
+        low, high = self.worker_min_replicas, self.worker_max_replicas
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"workerMinReplicas {low} is above workerMaxReplicas {high}")
+        return self
+
+    @property
+    def autoscaled(self) -> bool:
+        """The worker count changes under the graph: no fixed number of workers to measure."""
+        return bool(self.worker_autoscaling)
 
     @property
     def graph_gpus(self) -> int:

@@ -8,18 +8,19 @@ until the operator reports `Ready` for its current generation (components/readin
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import graph_manifest
+from components import graph_manifest, names
 from components.args import GraphArgs
-from components.drift import warn_kubectl_fields
+from components.drift import HANDED_OVER, warn_kubectl_fields
+from components.graph_manifest import ExistingGraph
 from components.layer_manifests import Manifest, SharedLayer
-from components.live import Live, LiveReadError, ObjectRef
-from components.names import GRAPH_LABEL
+from components.live import Live, LiveReadError, ObjectRef, Unknown
 from components.readiness import (
     FAILED_GRACE_SECONDS,
     Outcome,
@@ -28,6 +29,7 @@ from components.readiness import (
     graph_verdict,
     wait_for,
 )
+from components.settings import config_key
 
 
 class GraphDeployment(pulumi.ComponentResource):
@@ -51,7 +53,9 @@ class GraphDeployment(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:GraphDeployment", name, None, opts)
         manifest = pulumi.Output.from_input(layer).apply(
-            lambda resolved: graph_manifest.graph_deployment(args, resolved)
+            lambda resolved: graph_manifest.graph_deployment(
+                args, resolved, self._existing(args, resolved, live)
+            )
         )
         self.resource = k8s.apiextensions.CustomResource(
             name,
@@ -66,6 +70,73 @@ class GraphDeployment(pulumi.ComponentResource):
             lambda both: _awaited(self.resource, live, both[0], args)
         )
         self.register_outputs({"ready": self.ready})
+
+    def _existing(self, args: GraphArgs, layer: SharedLayer, live: Live) -> ExistingGraph | None:
+        """The graph the cluster holds, read only when a restart or autoscaling asks (the live
+        object, not the state: an adopted graph exists too); None when there is none, or when the
+        cluster cannot say, which writes nothing that only an existing graph may carry."""
+        if not (args.restart_id or args.autoscaling):
+            return None
+        ref = graph_ref(args, layer)
+        found = live.attempt(lambda view: view.get(ref))
+        restart = config_key("graphRestartId")
+        if isinstance(found, Unknown):
+            if args.restart_id:
+                pulumi.log.warn(
+                    f"cannot tell whether {ref} exists: {restart} is not written this run",
+                    resource=self,
+                )
+            return None
+        if found is None:
+            if args.restart_id:
+                pulumi.log.info(
+                    f"{restart}={args.restart_id!r} takes effect on the next update: {ref} is "
+                    "created now, and its CRD refuses spec.restart on create",
+                    resource=self,
+                )
+            return None
+        return existing_graph(found)
+
+
+def graph_ref(args: GraphArgs, layer: SharedLayer) -> ObjectRef:
+    name = names.graph_name(args.routing.profile)
+    return ObjectRef(graph_manifest.API_VERSION, graph_manifest.KIND, name, layer.namespace)
+
+
+def existing_graph(found: Mapping[str, Any]) -> ExistingGraph:
+    """What the builder needs of a live graph: the Worker's count, when no field manager but this
+    program's (and the kubectl ones the provider takes over before an update) owns it."""
+    owners = worker_replicas_owners(found)
+    ours = bool(owners) and all(_handed_to_the_provider(*owner) for owner in owners)
+    if not ours:
+        return ExistingGraph()
+    for component in (found.get("spec") or {}).get("components") or []:
+        if component.get("name") == names.WORKER_COMPONENT and "replicas" in component:
+            return ExistingGraph(kept_worker_replicas=int(component["replicas"]))
+    return ExistingGraph()
+
+
+def worker_replicas_owners(found: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(manager, operation) of each field manager that owns the Worker's `replicas`."""
+    owners = []
+    for entry in (found.get("metadata") or {}).get("managedFields") or []:
+        if entry.get("subresource"):
+            continue
+        spec = (entry.get("fieldsV1") or {}).get("f:spec") or {}
+        for key, fields in (spec.get("f:components") or {}).items():
+            if not key.startswith("k:"):
+                continue
+            named = json.loads(key[2:]).get("name") == names.WORKER_COMPONENT
+            if named and "f:replicas" in (fields or {}):
+                owners.append((str(entry.get("manager") or ""), str(entry.get("operation") or "")))
+    return owners
+
+
+def _handed_to_the_provider(manager: str, operation: str) -> bool:
+    """pulumi-kubernetes' own manager, or one whose fields it takes over (components/drift.py)."""
+    if manager.startswith("pulumi-kubernetes"):
+        return True
+    return any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER)
 
 
 def _awaited(resource: pulumi.Resource, live: Live, manifest: Manifest, args: GraphArgs) -> Any:
@@ -113,7 +184,7 @@ def graph_failure(failure: WaitFailed, ref: ObjectRef, timeout: int, key: str) -
         head = f"{ref} is not Ready after {timeout} s (cosmos3-nano-reasoner:{key})"
     else:
         head = f"{ref} cannot start: its status says so for {FAILED_GRACE_SECONDS:.0f} s"
-    selector = f"{GRAPH_LABEL}={ref.name}"
+    selector = f"{names.GRAPH_LABEL}={ref.name}"
     return "\n".join(
         [
             f"{head}: {verdict.summary}",

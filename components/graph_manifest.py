@@ -7,6 +7,8 @@ graphs differ only in their name and in the frontend's routing arguments.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from components import names
 from components.args import GraphArgs, WorkerArgs
 from components.layer_manifests import (
@@ -33,11 +35,28 @@ FRONTEND_RESOURCES = {
 }
 
 
-def graph_deployment(args: GraphArgs, layer: SharedLayer) -> Manifest:
-    spec = {
+@dataclass(frozen=True)
+class ExistingGraph:
+    """What the builder needs of the graph the cluster already holds (None: there is none)."""
+
+    kept_worker_replicas: int | None = None
+    """The Worker's live count while only this program's field manager owns it: a graph switched
+    to autoscaling keeps it until an autoscaler first sets one (the operator's webhook refuses a
+    change of replicas once the adapter is on, a removal included)."""
+
+
+def graph_deployment(
+    args: GraphArgs, layer: SharedLayer, existing: ExistingGraph | None = None
+) -> Manifest:
+    """The graph; `existing` says what the cluster holds of it, which decides the two fields the
+    program writes only to a graph that exists: `spec.restart` and a kept worker count."""
+    spec: Manifest = {
         "backendFramework": "vllm",
-        "components": [frontend(args, layer), worker(args.worker, layer)],
+        "components": [frontend(args, layer), scaled(worker(args.worker, layer), args, existing)],
     }
+    if args.restart_id and existing is not None:
+        # The CRD's CEL rule refuses spec.restart on create: only a graph that exists restarts.
+        spec["restart"] = {"id": args.restart_id, "strategy": {"type": args.restart_strategy}}
     name = names.graph_name(args.routing.profile)
     # The program waits for Ready itself (components/graph_deployment.py).
     annotations = names.object_annotations(skipAwait="true")
@@ -88,6 +107,21 @@ def _credentials_mark(layer: SharedLayer) -> Manifest:
     if not layer.credentials_digest:
         return {}
     return {"metadata": {"annotations": {names.CREDENTIALS_ANNOTATION: layer.credentials_digest}}}
+
+
+def scaled(worker: Manifest, args: GraphArgs, existing: ExistingGraph | None) -> Manifest:
+    """The Worker as autoscaling makes it: `scalingAdapter: {}` (v1beta1 opts in with the bare
+    object) and no `replicas`, which then belong to the operator's adapter and the autoscaler
+    behind it; server-side apply leaves a field alone that the applied object does not set and
+    another manager owns, so no `up` resets their count, and no preview shows it."""
+    if not args.autoscaling:
+        return worker
+    adapted = {key: value for key, value in worker.items() if key != "replicas"}
+    kept = existing.kept_worker_replicas if existing is not None else None
+    if kept is not None:
+        adapted["replicas"] = kept
+    adapted["scalingAdapter"] = {}
+    return adapted
 
 
 def worker(args: WorkerArgs, layer: SharedLayer) -> Manifest:

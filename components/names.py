@@ -50,6 +50,12 @@ def frontend_service(graph: str) -> str:
     return f"{graph}-{FRONTEND_COMPONENT.lower()}"
 
 
+def scaling_adapter(graph: str) -> str:
+    """The DynamoGraphDeploymentScalingAdapter the operator creates for the Worker when its
+    `scalingAdapter` is set: `<dgd>-<lower(component)>` (Dynamo's autoscaling guide)."""
+    return f"{graph}-{WORKER_COMPONENT.lower()}"
+
+
 PATCH_FORCE = "pulumi.com/patchForce"
 PROVIDER_WAIT_ENDS_AT_ONCE = {"waitFor": "jsonpath={.metadata.uid}"}
 """The provider's own wait ends as soon as the object exists: the program waits itself, in its own

@@ -24,6 +24,7 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
     port = names.FRONTEND_PORT
     url = f"http://{service}.{layer.namespace}.svc.cluster.local:{port}"
     routing = settings.routing
+    autoscaling = settings.worker_autoscaling
     return StackOutputs(
         namespace=layer.namespace,
         profile=settings.profile,
@@ -35,7 +36,8 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         served_model=names.SERVED_MODEL,
         session_affinity_ttl_seconds=routing.affinity_ttl_seconds,
         session_header=routing.session_header,
-        worker_replicas=settings.worker_replicas,
+        # With an autoscaler, the most workers it may run: the GPUs the graph can come to hold.
+        worker_replicas=(settings.worker_max_replicas if autoscaling else settings.worker_replicas),
         worker_gpus=settings.worker_gpus,
         model_cache_claim=layer.model_cache_claim,
         port_forward_command=(
@@ -44,6 +46,10 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         ),
         kube_context=settings.kube_context,
         target="cluster",
+        worker_autoscaling=True if autoscaling else None,
+        worker_min_replicas=settings.worker_min_replicas if autoscaling else None,
+        worker_max_replicas=settings.worker_max_replicas if autoscaling else None,
+        worker_scaling_adapter=names.scaling_adapter(graph) if autoscaling else None,
     )
 
 

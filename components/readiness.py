@@ -127,33 +127,67 @@ def pod_state(pod: Manifest, now: datetime) -> str:
 
 
 def graph_verdict(graph: Manifest) -> Verdict:
-    """Ready for its current generation, failed (the operator's `state: failed` for it), or not
-    yet: always with the Ready condition's reason and message."""
+    """Ready for its current generation and done with the restart its spec asks for, failed (the
+    operator's `state: failed` for it, or a failed restart), or not yet: always with the Ready
+    condition's reason and message."""
     ready = condition(graph, "Ready")
     status = graph.get("status") or {}
-    # Does the status describe the current spec? The Ready condition's `observedGeneration`, else
-    # the status's, against `metadata.generation` (as kubectl wait and the provider compare them);
-    # a status that records neither is taken as current.
     generation = (graph.get("metadata") or {}).get("generation")
-    observed = (ready or {}).get("observedGeneration")
-    if observed is None:
-        observed = status.get("observedGeneration")
-    current = generation is None or observed is None or int(observed) >= int(generation)
     if ready is None:
         state = status.get("state") or "no status yet"
         return Verdict(Outcome.WAITING, f"no Ready condition yet (state: {state})")
     said = f"Ready={ready.get('status')} ({ready.get('reason') or 'no reason'})"
     message = str(ready.get("message") or "").strip()
     details = (message,) if message else ()
-    if not current:
+    if not describes_generation(graph, ready):
         return Verdict(
             Outcome.WAITING, f"{said} is for an earlier generation than {generation}", details
         )
     if ready.get("status") == "True":
-        return Verdict(Outcome.DONE, said, details)
+        return _restart_verdict(graph, said, details)
     if status.get("state") == "failed":
         return Verdict(Outcome.FAILED, f"state failed, {said}", details)
     return Verdict(Outcome.WAITING, said, details)
+
+
+def describes_generation(graph: Manifest, ready: Manifest) -> bool:
+    """Does the Ready condition describe the current spec? Its `observedGeneration`, else the
+    status's, against `metadata.generation` (as kubectl wait and the provider compare them). A
+    status that records neither is current only at generation 1, where no earlier spec exists:
+    after an update it may still be the old generation's Ready, so the wait goes on."""
+    generation = (graph.get("metadata") or {}).get("generation")
+    observed = ready.get("observedGeneration")
+    if observed is None:
+        observed = (graph.get("status") or {}).get("observedGeneration")
+    if generation is None:
+        return True
+    if observed is None:
+        return int(generation) <= 1
+    return int(observed) >= int(generation)
+
+
+RESTART_DONE = "Completed"
+RESTART_FAILED = "Failed"
+
+
+def _restart_verdict(graph: Manifest, said: str, details: tuple[str, ...]) -> Verdict:
+    """A Ready graph whose spec asks for a restart (`spec.restart.id`) is done once the operator
+    says that restart completed (`status.restart`: its `observedID` and phase `Completed`, what
+    Dynamo's own tests wait for); Ready alone can precede the restart of every component."""
+    wanted = ((graph.get("spec") or {}).get("restart") or {}).get("id")
+    if not wanted:
+        return Verdict(Outcome.DONE, said, details)
+    restart = (graph.get("status") or {}).get("restart") or {}
+    phase = restart.get("phase") or "not started"
+    if restart.get("observedID") != wanted:
+        return Verdict(Outcome.WAITING, f"{said}, restart {wanted!r} not started yet", details)
+    if phase == RESTART_DONE:
+        return Verdict(Outcome.DONE, f"{said}, restart {wanted!r} completed", details)
+    if phase == RESTART_FAILED:
+        return Verdict(Outcome.FAILED, f"{said}, restart {wanted!r} failed", details)
+    in_progress = ", ".join(restart.get("inProgress") or [])
+    doing = f" ({in_progress})" if in_progress else ""
+    return Verdict(Outcome.WAITING, f"{said}, restart {wanted!r}: {phase}{doing}", details)
 
 
 # --- waiting ---------------------------------------------------------------------------------

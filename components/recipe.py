@@ -206,6 +206,9 @@ def graph_args(settings: StackSettings) -> GraphArgs:
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,
         update_timeout_seconds=settings.graph_update_timeout_seconds,
+        restart_id=settings.graph_restart_id,
+        restart_strategy=settings.graph_restart_strategy,
+        autoscaling=settings.worker_autoscaling,
     )
 
 
@@ -214,7 +217,12 @@ def monitoring_args(settings: StackSettings) -> MonitoringArgs:
         graph=names.graph_name(settings.profile),
         kind=settings.monitoring_kind,
         labels=tuple(settings.monitoring_labels),
-        worker_replicas=settings.worker_replicas,
+        # With an autoscaler, fewer than its minimum is what is missing.
+        worker_replicas=(
+            settings.worker_min_replicas
+            if settings.worker_autoscaling
+            else settings.worker_replicas
+        ),
         ttft_seconds_alert=settings.monitoring_ttft_seconds_alert,
         dashboard=settings.monitoring_dashboard,
     )

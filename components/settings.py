@@ -31,6 +31,7 @@ from components.config_rules import (
     Quantity,
     RegistryServer,
     RegistryUsername,
+    RestartId,
     RuntimeVersion,
     StackReference,
     StorageClass,
@@ -117,6 +118,13 @@ class StackSettings(BaseModel):
     monitoring_labels: MonitoringLabels
     monitoring_ttft_seconds_alert: Annotated[int, Field(ge=1, le=MAX_TTFT_ALERT_SECONDS)]
     monitoring_dashboard: bool
+
+    # Restart and autoscaler-owned replicas (docs/day-two.md): off unless asked for.
+    graph_restart_id: RestartId
+    graph_restart_strategy: Literal["Sequential", "Parallel"]
+    worker_autoscaling: bool
+    worker_min_replicas: WorkerReplicas
+    worker_max_replicas: WorkerReplicas
 
     @property
     def routing(self) -> Routing:
@@ -223,6 +231,33 @@ def _monitoring_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+def _graph_keys_without_graph(s: StackSettings) -> str | None:
+    asked = [
+        key
+        for key, used in (
+            ("graphRestartId", bool(s.graph_restart_id)),
+            ("workerAutoscaling", s.worker_autoscaling),
+        )
+        if used
+    ]
+    if asked and not s.deploy_graph:
+        return (
+            f"{', '.join(config_key(key) for key in asked)} set and {config_key('deployGraph')} "
+            "is false: they act on a graph; set them on the profile stacks that deploy one"
+        )
+    return None
+
+
+def _autoscaling_bounds(s: StackSettings) -> str | None:
+    if s.worker_autoscaling and s.worker_min_replicas > s.worker_max_replicas:
+        return (
+            f"{config_key('workerMinReplicas')} ({s.worker_min_replicas}) is above "
+            f"{config_key('workerMaxReplicas')} ({s.worker_max_replicas}): the autoscaler's "
+            "bounds need min <= max; raise the maximum or lower the minimum"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -231,6 +266,14 @@ _CROSS_CHECKS = (
     CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
     CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
     CrossCheck(frozenset({"monitoring", "deploy_graph"}), _monitoring_without_graph),
+    CrossCheck(
+        frozenset({"graph_restart_id", "worker_autoscaling", "deploy_graph"}),
+        _graph_keys_without_graph,
+    ),
+    CrossCheck(
+        frozenset({"worker_autoscaling", "worker_min_replicas", "worker_max_replicas"}),
+        _autoscaling_bounds,
+    ),
 )
 
 

@@ -27,6 +27,7 @@ PROFILE_STACKS = {
     RoutingProfile.SESSION_AFFINITY: "session-affinity",
 }
 LAYER_STACK = "shared"
+AUTOSCALING_KEY = "workerAutoscaling"
 
 
 @dataclass
@@ -76,8 +77,11 @@ class ClusterAbTarget:
         return context
 
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
-        """From the stack's last outputs (workers x GPUs each); the recipe's 8 if it has none."""
+        """From the stack's last outputs (workers x GPUs each); the recipe's 8 if it has none.
+        Asked of every profile before anything is deployed: a stack whose workers an autoscaler
+        owns is refused here (`refuse_autoscaled`)."""
         stack = self.stack(profile)
+        self.refuse_autoscaled(stack)
         try:
             outputs = StackOutputs.model_validate(self.stacks.outputs(stack))
         except (DeployError, OutputsError, ValueError):
@@ -86,7 +90,19 @@ class ClusterAbTarget:
                 f"{RECIPE_GRAPH_GPUS} GPUs"
             )
             return RECIPE_GRAPH_GPUS
+        if outputs.autoscaled:
+            raise UsageError(autoscaled_refusal(stack))
         return outputs.graph_gpus
+
+    def refuse_autoscaled(self, stack: str) -> None:
+        """A UsageError when the stack's config hands its workers to an autoscaler; a key that
+        cannot be read is not set, the default (a fixed count)."""
+        try:
+            value = self.stacks.config_value(stack, config_key(AUTOSCALING_KEY))
+        except DeployError:
+            return
+        if (value or "").strip().lower() == "true":
+            raise UsageError(autoscaled_refusal(stack))
 
     def prepare(self, say: Say) -> None:
         say(f"{self.layer_stack}: bringing the shared layer up to date")
@@ -103,3 +119,13 @@ class ClusterAbTarget:
 
     def teardown(self, profile: RoutingProfile, say: Say) -> None:
         self.stacks.destroy(self.stack(profile))
+
+
+def autoscaled_refusal(stack: str) -> str:
+    key = config_key(AUTOSCALING_KEY)
+    return (
+        f"stack {stack} hands its workers to an autoscaler ({key} is true): the A/B compares "
+        "the two profiles at one fixed worker count, which an autoscaler would change during the "
+        f"sweep. For the A/B, `pulumi config set {key} false --stack {stack}` (the count is then "
+        "workerReplicas); the perf stage alone runs against an autoscaled graph."
+    )

@@ -134,6 +134,13 @@ def graph_ready_stage() -> dict[str, Any]:
             f"  message: {json.dumps(GRAPH_READY_MESSAGE)}",
             "  lastTransitionTime: {{ .metadata.creationTimestamp }}",
             "  observedGeneration: {{ .metadata.generation }}",
+            # The operator's report of the restart the spec asks for (spec.restart.id), which the
+            # wait also requires: done at once, as the Ready condition is.
+            "{{ with .spec.restart }}",
+            "restart:",
+            "  observedID: {{ Quote .id }}",
+            "  phase: Completed",
+            "{{ end }}",
         ]
     )
     return {

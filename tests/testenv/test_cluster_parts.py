@@ -100,6 +100,8 @@ def test_kwoks_config_brings_back_its_own_stages_and_adds_the_graphs(tmp_path: P
     }
     status = graph["next"]["statusTemplate"]
     assert "observedGeneration: {{ .metadata.generation }}" in status
+    # The restart the spec asks for is reported done, as the wait requires (readiness.py).
+    assert "{{ with .spec.restart }}" in status and "observedID: {{ Quote .id }}" in status
     assert "{{ Now" not in status, "a status that changes on every pass would loop"
 
 

@@ -1,0 +1,59 @@
+"""The A/B refuses a stack whose workers an autoscaler owns (issue 32, part 5): its numbers need
+one fixed count. From the stack's config before anything is deployed, and from its last outputs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from components.routing import RoutingProfile
+from components.settings import PROJECT
+from stages.ab.cluster_target import ClusterAbTarget
+from stages.ab.pulumi_stacks import DeployError
+from stages.cluster.run import ClusterOptions
+from stages.errors import UsageError
+from tools.offline import ProgramRun
+
+RunStack = Callable[..., ProgramRun]
+AUTOSCALING = {"workerAutoscaling": True, "workerMinReplicas": 2, "workerMaxReplicas": 6}
+
+
+class Stacks:
+    def __init__(self, autoscaling: str | None, outputs: dict[str, Any] | None = None) -> None:
+        self.autoscaling = autoscaling
+        self.last_outputs = outputs
+
+    def config_value(self, stack: str, key: str) -> str | None:
+        if self.autoscaling is None:
+            raise DeployError(f"`pulumi config get {key}` of stack {stack} failed")
+        return self.autoscaling
+
+    def outputs(self, stack: str) -> dict[str, Any]:
+        if self.last_outputs is None:
+            raise DeployError("no outputs")
+        return self.last_outputs
+
+
+def ab_target(stacks: Stacks) -> ClusterAbTarget:
+    return ClusterAbTarget(stacks=stacks, cluster=ClusterOptions())  # type: ignore[arg-type]
+
+
+def test_the_ab_refuses_a_stack_whose_config_hands_the_workers_to_an_autoscaler() -> None:
+    with pytest.raises(UsageError) as caught:
+        ab_target(Stacks("true")).graph_gpus(RoutingProfile.ROUND_ROBIN, lambda line: None)
+    assert f"{PROJECT}:workerAutoscaling is true" in str(caught.value)
+    assert "round-robin" in str(caught.value)
+
+
+def test_the_ab_refuses_a_stack_whose_last_outputs_say_autoscaling(run_stack: RunStack) -> None:
+    exports = run_stack("round-robin", AUTOSCALING).exports
+    with pytest.raises(UsageError, match="workerAutoscaling"):
+        ab_target(Stacks(None, exports)).graph_gpus(RoutingProfile.ROUND_ROBIN, lambda line: None)
+
+
+def test_the_ab_takes_a_fixed_count_stack(run_stack: RunStack) -> None:
+    exports = run_stack("round-robin").exports
+    target = ab_target(Stacks("false", exports))
+    assert target.graph_gpus(RoutingProfile.ROUND_ROBIN, lambda line: None) == 8
