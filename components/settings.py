@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from components.config_rules import (
+    Affinity,
+    ClassName,
     Command,
     ContextName,
     Count,
@@ -32,6 +34,7 @@ from components.config_rules import (
     RegistryServer,
     RegistryUsername,
     RuntimeVersion,
+    SchedulerName,
     StackReference,
     StorageClass,
     Tolerations,
@@ -118,6 +121,27 @@ class StackSettings(BaseModel):
     monitoring_ttft_seconds_alert: Annotated[int, Field(ge=1, le=MAX_TTFT_ALERT_SECONDS)]
     monitoring_dashboard: bool
 
+    # Placement (issue 32): where the workers, the frontend and the download Job run, beside
+    # workerNodeSelector and workerTolerations above. Empty: not set. Each empty download field
+    # takes the workers' value (`components.recipe.download_placement`): the Job runs the
+    # workers' image and NIM profile selection on the workers' kind of node, as it did before.
+    worker_affinity: Affinity
+    worker_priority_class_name: ClassName
+    worker_runtime_class_name: ClassName
+    worker_scheduler_name: SchedulerName
+    frontend_node_selector: NodeSelector
+    frontend_tolerations: Tolerations
+    frontend_affinity: Affinity
+    frontend_priority_class_name: ClassName
+    frontend_runtime_class_name: ClassName
+    frontend_scheduler_name: SchedulerName
+    model_download_node_selector: NodeSelector
+    model_download_tolerations: Tolerations
+    model_download_affinity: Affinity
+    model_download_priority_class_name: ClassName
+    model_download_runtime_class_name: ClassName
+    model_download_scheduler_name: SchedulerName
+
     @property
     def routing(self) -> Routing:
         return routing_for(self.profile, self.session_affinity_ttl_seconds)
@@ -199,6 +223,12 @@ LAYER_KEYS = (
     "modelDownloadCommand",
     "modelDownloadGpus",
     "modelDownloadTimeoutSeconds",
+    "modelDownloadNodeSelector",
+    "modelDownloadTolerations",
+    "modelDownloadAffinity",
+    "modelDownloadPriorityClassName",
+    "modelDownloadRuntimeClassName",
+    "modelDownloadSchedulerName",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
 `sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
@@ -223,6 +253,29 @@ def _monitoring_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+FRONTEND_PLACEMENT_FIELDS = frozenset(
+    {
+        "frontend_node_selector",
+        "frontend_tolerations",
+        "frontend_affinity",
+        "frontend_priority_class_name",
+        "frontend_runtime_class_name",
+        "frontend_scheduler_name",
+    }
+)
+
+
+def _frontend_placement_without_graph(s: StackSettings) -> str | None:
+    placed = sorted(name for name in FRONTEND_PLACEMENT_FIELDS if getattr(s, name))
+    if placed and not s.deploy_graph:
+        keys = ", ".join(config_key(to_camel(name)) for name in placed)
+        return (
+            f"{keys} set with {config_key('deployGraph')} false: the frontend is part of the "
+            "graph; set its placement on the profile stacks that deploy one"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -231,6 +284,7 @@ _CROSS_CHECKS = (
     CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
     CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
     CrossCheck(frozenset({"monitoring", "deploy_graph"}), _monitoring_without_graph),
+    CrossCheck(FRONTEND_PLACEMENT_FIELDS | {"deploy_graph"}, _frontend_placement_without_graph),
 )
 
 
