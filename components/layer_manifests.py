@@ -14,13 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from components import names
-from components.args import (
-    DownloadArgs,
-    ModelCacheArgs,
-    NamespaceArgs,
-    PlacementArgs,
-    WorkerArgs,
-)
+from components.args import DownloadArgs, ModelCacheArgs, NamespaceArgs, PlacementArgs, WorkerArgs
 
 Manifest = dict[str, Any]
 

@@ -121,10 +121,8 @@ class StackSettings(BaseModel):
     monitoring_ttft_seconds_alert: Annotated[int, Field(ge=1, le=MAX_TTFT_ALERT_SECONDS)]
     monitoring_dashboard: bool
 
-    # Placement (issue 32): where the workers, the frontend and the download Job run, beside
-    # workerNodeSelector and workerTolerations above. Empty: not set. Each empty download field
-    # takes the workers' value (`components.recipe.download_placement`): the Job runs the
-    # workers' image and NIM profile selection on the workers' kind of node, as it did before.
+    # Placement (issue 32), beside workerNodeSelector and workerTolerations; empty: not set. An
+    # empty download field takes the workers' value (`components.recipe.download_placement`).
     worker_affinity: Affinity
     worker_priority_class_name: ClassName
     worker_runtime_class_name: ClassName
@@ -253,16 +251,10 @@ def _monitoring_without_graph(s: StackSettings) -> str | None:
     return None
 
 
-FRONTEND_PLACEMENT_FIELDS = frozenset(
-    {
-        "frontend_node_selector",
-        "frontend_tolerations",
-        "frontend_affinity",
-        "frontend_priority_class_name",
-        "frontend_runtime_class_name",
-        "frontend_scheduler_name",
-    }
+_PLACEMENT = (
+    "node_selector tolerations affinity priority_class_name runtime_class_name scheduler_name"
 )
+FRONTEND_PLACEMENT_FIELDS = frozenset(f"frontend_{field}" for field in _PLACEMENT.split())
 
 
 def _frontend_placement_without_graph(s: StackSettings) -> str | None:
