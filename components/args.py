@@ -7,6 +7,8 @@ can build one without a stack.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict
 
 from components.routing import Routing
@@ -36,6 +38,20 @@ class ModelCacheArgs(_Args):
     size: str
 
 
+class PlacementArgs(_Args):
+    """Where a pod runs: the pod spec's placement fields, each empty when not set."""
+
+    node_selector: tuple[str, ...] = ()
+    """`key=value` items."""
+    tolerations: tuple[str, ...] = ()
+    """`key:Effect` or `key=value:Effect` items."""
+    affinity: dict[str, Any] = {}
+    """A core/v1 Affinity, as validated (`components.affinity`)."""
+    priority_class_name: str = ""
+    runtime_class_name: str = ""
+    scheduler_name: str = ""
+
+
 class WorkerArgs(_Args):
     """A NIM pod: the workers, and the download Job that must select the same model profile."""
 
@@ -47,10 +63,7 @@ class WorkerArgs(_Args):
     memory: str
     """Also the download Job's: the NIM counts a pod's memory limit as system memory."""
     shared_memory: str
-    node_selector: tuple[str, ...]
-    """`key=value` items."""
-    tolerations: tuple[str, ...]
-    """`key:Effect` or `key=value:Effect` items."""
+    placement: PlacementArgs
     extra_env: tuple[str, ...]
     """`NAME=value` items, overriding the recipe's values of the same name."""
     nim_profile: str
@@ -62,11 +75,14 @@ class DownloadArgs(_Args):
     gpus: int
     timeout_seconds: int
     worker: WorkerArgs
+    placement: PlacementArgs
+    """The Job's own: each field not set takes the workers' (`components.recipe`)."""
 
 
 class GraphArgs(_Args):
     routing: Routing
     frontend_image: str
+    frontend_placement: PlacementArgs
     worker: WorkerArgs
     ready_timeout_seconds: int
     """For a graph at its first generation."""

@@ -19,6 +19,7 @@ from pydantic import AfterValidator, BeforeValidator, Field
 from common.credentials import credential_kind, is_secret_env_name
 from components import k8s_values as k8s
 from components import names
+from components.affinity import affinity_problems
 from components.image_reference import holds_userinfo
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
@@ -66,6 +67,16 @@ def _json_list(value: Any) -> Any:
             return json.loads(value) if value.strip() else []
         except (ValueError, RecursionError):
             raise ValueError("expected a YAML/JSON list of strings") from None
+    return value
+
+
+def _json_object(value: Any) -> Any:
+    # The CLI passes typed `object` config as JSON text; tests and the render may pass dicts.
+    if isinstance(value, str):
+        try:
+            return json.loads(value) if value.strip() else {}
+        except (ValueError, RecursionError):
+            raise ValueError("expected a YAML/JSON object") from None
     return value
 
 
@@ -179,6 +190,23 @@ def _restart_id(value: str) -> list[str]:
     return _no_control_characters(value)
 
 
+def _class_name(value: str) -> list[str]:
+    # core/validation ValidatePodSpec: priorityClassName (ValidatePriorityClassName) and
+    # runtimeClassName (ValidateRuntimeClassName) are DNS subdomains. Empty: not set.
+    return k8s.is_dns1123_subdomain(value) if value else []
+
+
+def _scheduler_name(value: str) -> list[str]:
+    # The API server checks no schedulerName (core/validation has no rule for it). Refused here
+    # is what names no scheduler: a path segment name's exclusions (IsValidPathSegmentName: '.',
+    # '..', '/', '%') and whitespace, each a typo that would leave the pods Pending.
+    if not value:
+        return []
+    if k8s.has_whitespace_or_control(value):
+        return ["must contain no whitespace or control characters"]
+    return k8s.is_path_segment_name(value)
+
+
 def _command(items: list[str]) -> list[str]:
     if not items[0].strip():
         raise ValueError("the first item must name the program to run")
@@ -235,3 +263,13 @@ Tolerations = Annotated[
 ExtraEnv = Annotated[
     list[Annotated[str, _rule(_env_item)]], BeforeValidator(_json_list), _unique("variable")
 ]
+
+
+# --- placement (issue 32): the pod spec fields that decide where a pod runs ----------------------
+
+Affinity = Annotated[dict[str, Any], BeforeValidator(_json_object), _rule(affinity_problems)]
+"""A core/v1 Affinity (`components.affinity`); empty: none."""
+ClassName = Annotated[str, _rule(_class_name)]
+"""A PriorityClass or RuntimeClass name; empty: not set."""
+SchedulerName = Annotated[str, _rule(_scheduler_name)]
+"""A scheduler's name (e.g. kai-scheduler); empty: the cluster's default scheduler."""

@@ -16,9 +16,9 @@ from components.layer_manifests import (
     SharedLayer,
     cache_mount,
     cache_volume,
-    gpu_placement,
     kube_object,
     nim_selection_env,
+    pod_placement,
     pull_secrets,
     with_extra_env,
 )
@@ -80,7 +80,13 @@ def frontend(args: GraphArgs, layer: SharedLayer) -> Manifest:
         "name": names.FRONTEND_COMPONENT,
         "type": "frontend",
         "replicas": 1,
-        "podTemplate": {"spec": {**pull_secrets(layer), "containers": [container]}},
+        "podTemplate": {
+            "spec": {
+                **pull_secrets(layer),
+                **pod_placement(args.frontend_placement),
+                "containers": [container],
+            }
+        },
     }
 
 
@@ -152,7 +158,8 @@ def worker(args: WorkerArgs, layer: SharedLayer) -> Manifest:
         "podTemplate": {
             **_credentials_mark(layer),
             "spec": {
-                **gpu_placement(args, layer),
+                **pull_secrets(layer),
+                **pod_placement(args.placement),
                 "terminationGracePeriodSeconds": 60,
                 "volumes": [cache_volume(layer)],
                 "containers": [container],

@@ -238,6 +238,14 @@ def toleration_problems(item: str) -> list[str]:
     return problems
 
 
+def is_path_segment_name(value: str) -> list[str]:
+    """apimachinery content.IsPathSegmentName (path.ValidatePathSegmentName): not '.' or '..',
+    no '/' or '%'."""
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{part}'" for part in ("/", "%") if part in value]
+
+
 def image_problems(value: str) -> list[str]:
     """A container image: core/validation validateContainers requires a non-empty image without
     surrounding whitespace; no registry accepts a reference with whitespace or control characters
@@ -245,7 +253,7 @@ def image_problems(value: str) -> list[str]:
     (`components.image_reference`), failing the pod with InvalidImageName."""
     if not value:
         return ["must be non-empty (a pinned image reference, e.g. registry/name:tag)"]
-    if _has_whitespace_or_control(value):
+    if has_whitespace_or_control(value):
         return ["must contain no whitespace or control characters"]
     return reference_problems(value)
 
@@ -253,10 +261,10 @@ def image_problems(value: str) -> list[str]:
 def registry_server_problems(value: str) -> list[str]:
     """A registry mirror's server: the pull secret's key and the first part of every reference
     pulled through it (`components.image_reference.registry_host_problems`)."""
-    if _has_whitespace_or_control(value):
+    if has_whitespace_or_control(value):
         return ["must contain no whitespace or control characters"]
     return registry_host_problems(value)
 
 
-def _has_whitespace_or_control(value: str) -> bool:
+def has_whitespace_or_control(value: str) -> bool:
     return any(character.isspace() or not character.isprintable() for character in value)

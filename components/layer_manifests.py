@@ -8,12 +8,13 @@ the Pulumi components pass secret Outputs (the offline render masks them in what
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from components import names
-from components.args import DownloadArgs, ModelCacheArgs, NamespaceArgs, WorkerArgs
+from components.args import DownloadArgs, ModelCacheArgs, NamespaceArgs, PlacementArgs, WorkerArgs
 
 Manifest = dict[str, Any]
 
@@ -158,15 +159,23 @@ def pull_secrets(layer: SharedLayer) -> Manifest:
     return {"imagePullSecrets": [{"name": layer.registry_pull_secret}]}
 
 
-def gpu_placement(worker: WorkerArgs, layer: SharedLayer) -> Manifest:
-    """Pod spec fields that put a GPU pod on the cluster's GPU nodes: pull secret, selector,
-    tolerations. The recipe's overlay table, as config; used by the workers and the download Job."""
-    placement: Manifest = pull_secrets(layer)
-    if worker.node_selector:
-        placement["nodeSelector"] = dict(item.split("=", 1) for item in worker.node_selector)
-    if worker.tolerations:
-        placement["tolerations"] = [_toleration(item) for item in worker.tolerations]
-    return placement
+def pod_placement(placement: PlacementArgs) -> Manifest:
+    """The pod spec fields that decide where a pod runs, each only when set (the recipe's
+    overlay table, as config); used by the workers, the frontend and the download Job."""
+    fields: Manifest = {}
+    if placement.node_selector:
+        fields["nodeSelector"] = dict(item.split("=", 1) for item in placement.node_selector)
+    if placement.tolerations:
+        fields["tolerations"] = [_toleration(item) for item in placement.tolerations]
+    if placement.affinity:
+        fields["affinity"] = copy.deepcopy(placement.affinity)  # the manifest's own
+    if placement.priority_class_name:
+        fields["priorityClassName"] = placement.priority_class_name
+    if placement.runtime_class_name:
+        fields["runtimeClassName"] = placement.runtime_class_name
+    if placement.scheduler_name:
+        fields["schedulerName"] = placement.scheduler_name
+    return fields
 
 
 def _toleration(item: str) -> Manifest:
@@ -266,7 +275,8 @@ def model_download_job(
             "spec": {
                 "restartPolicy": "Never",
                 "securityContext": NIM_POD_SECURITY_CONTEXT,
-                **gpu_placement(args.worker, layer),
+                **pull_secrets(layer),
+                **pod_placement(args.placement),
                 "initContainers": [cache_owner_container(args.worker.image)],
                 "containers": [container],
                 "volumes": [cache_volume(layer)],

@@ -223,9 +223,10 @@ def _hints(verdict: Verdict, ref: ObjectRef, deadline: int) -> list[str]:
     hints = []
     if "Unschedulable" in text:
         hints.append(
-            "no node takes its pod: compare workerNodeSelector and workerTolerations with your "
-            "GPU nodes (`kubectl get nodes --show-labels`), and free a GPU (a profile graph may "
-            "hold them all: `pulumi destroy` it first)"
+            "no node takes its pod: compare workerNodeSelector and workerTolerations (or the "
+            "Job's own modelDownloadNodeSelector, modelDownloadTolerations, modelDownloadAffinity "
+            "where set) with your GPU nodes (`kubectl get nodes --show-labels`), and free a GPU "
+            "(a profile graph may hold them all: `pulumi destroy` it first)"
         )
     if "ImagePull" in text or "ErrImage" in text:
         hints.append("workerImage, and for a mirror registryServer and its credentials")

@@ -20,6 +20,7 @@ from components.args import (
     ModelCacheArgs,
     MonitoringArgs,
     NamespaceArgs,
+    PlacementArgs,
     SecretsArgs,
     WorkerArgs,
 )
@@ -183,10 +184,46 @@ def worker_args(settings: StackSettings) -> WorkerArgs:
         cpu=settings.worker_cpu,
         memory=settings.worker_memory,
         shared_memory=settings.worker_shared_memory_size,
-        node_selector=tuple(settings.worker_node_selector),
-        tolerations=tuple(settings.worker_tolerations),
+        placement=worker_placement(settings),
         extra_env=tuple(settings.worker_extra_env),
         nim_profile=settings.nim_model_profile,
+    )
+
+
+def worker_placement(settings: StackSettings) -> PlacementArgs:
+    return PlacementArgs(
+        node_selector=tuple(settings.worker_node_selector),
+        tolerations=tuple(settings.worker_tolerations),
+        affinity=settings.worker_affinity,
+        priority_class_name=settings.worker_priority_class_name,
+        runtime_class_name=settings.worker_runtime_class_name,
+        scheduler_name=settings.worker_scheduler_name,
+    )
+
+
+def frontend_placement(settings: StackSettings) -> PlacementArgs:
+    return PlacementArgs(
+        node_selector=tuple(settings.frontend_node_selector),
+        tolerations=tuple(settings.frontend_tolerations),
+        affinity=settings.frontend_affinity,
+        priority_class_name=settings.frontend_priority_class_name,
+        runtime_class_name=settings.frontend_runtime_class_name,
+        scheduler_name=settings.frontend_scheduler_name,
+    )
+
+
+def download_placement(settings: StackSettings) -> PlacementArgs:
+    """The download Job's placement: each modelDownload* field set, else the workers' value (the
+    Job needs the workers' kind of node: same image, GPU and NIM profile selection)."""
+    workers = worker_placement(settings)
+    return PlacementArgs(
+        node_selector=tuple(settings.model_download_node_selector) or workers.node_selector,
+        tolerations=tuple(settings.model_download_tolerations) or workers.tolerations,
+        affinity=settings.model_download_affinity or workers.affinity,
+        priority_class_name=settings.model_download_priority_class_name
+        or workers.priority_class_name,
+        runtime_class_name=settings.model_download_runtime_class_name or workers.runtime_class_name,
+        scheduler_name=settings.model_download_scheduler_name or workers.scheduler_name,
     )
 
 
@@ -196,6 +233,7 @@ def download_args(settings: StackSettings) -> DownloadArgs:
         gpus=settings.model_download_gpus,
         timeout_seconds=settings.model_download_timeout_seconds,
         worker=worker_args(settings),
+        placement=download_placement(settings),
     )
 
 
@@ -203,6 +241,7 @@ def graph_args(settings: StackSettings) -> GraphArgs:
     return GraphArgs(
         routing=settings.routing,
         frontend_image=settings.frontend_image,
+        frontend_placement=frontend_placement(settings),
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,
         update_timeout_seconds=settings.graph_update_timeout_seconds,

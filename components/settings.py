@@ -16,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from components.config_rules import (
+    Affinity,
+    ClassName,
     Command,
     ContextName,
     Count,
@@ -33,6 +35,7 @@ from components.config_rules import (
     RegistryUsername,
     RestartId,
     RuntimeVersion,
+    SchedulerName,
     StackReference,
     StorageClass,
     Tolerations,
@@ -125,6 +128,24 @@ class StackSettings(BaseModel):
     worker_autoscaling: bool
     worker_min_replicas: WorkerReplicas
     worker_max_replicas: WorkerReplicas
+    # Placement (issue 32), beside workerNodeSelector and workerTolerations; empty: not set. An
+    # empty download field takes the workers' value (`components.recipe.download_placement`).
+    worker_affinity: Affinity
+    worker_priority_class_name: ClassName
+    worker_runtime_class_name: ClassName
+    worker_scheduler_name: SchedulerName
+    frontend_node_selector: NodeSelector
+    frontend_tolerations: Tolerations
+    frontend_affinity: Affinity
+    frontend_priority_class_name: ClassName
+    frontend_runtime_class_name: ClassName
+    frontend_scheduler_name: SchedulerName
+    model_download_node_selector: NodeSelector
+    model_download_tolerations: Tolerations
+    model_download_affinity: Affinity
+    model_download_priority_class_name: ClassName
+    model_download_runtime_class_name: ClassName
+    model_download_scheduler_name: SchedulerName
 
     @property
     def routing(self) -> Routing:
@@ -207,6 +228,12 @@ LAYER_KEYS = (
     "modelDownloadCommand",
     "modelDownloadGpus",
     "modelDownloadTimeoutSeconds",
+    "modelDownloadNodeSelector",
+    "modelDownloadTolerations",
+    "modelDownloadAffinity",
+    "modelDownloadPriorityClassName",
+    "modelDownloadRuntimeClassName",
+    "modelDownloadSchedulerName",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
 `sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
@@ -258,6 +285,23 @@ def _autoscaling_bounds(s: StackSettings) -> str | None:
     return None
 
 
+_PLACEMENT = (
+    "node_selector tolerations affinity priority_class_name runtime_class_name scheduler_name"
+)
+FRONTEND_PLACEMENT_FIELDS = frozenset(f"frontend_{field}" for field in _PLACEMENT.split())
+
+
+def _frontend_placement_without_graph(s: StackSettings) -> str | None:
+    placed = sorted(name for name in FRONTEND_PLACEMENT_FIELDS if getattr(s, name))
+    if placed and not s.deploy_graph:
+        keys = ", ".join(config_key(to_camel(name)) for name in placed)
+        return (
+            f"{keys} set with {config_key('deployGraph')} false: the frontend is part of the "
+            "graph; set its placement on the profile stacks that deploy one"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -274,6 +318,7 @@ _CROSS_CHECKS = (
         frozenset({"worker_autoscaling", "worker_min_replicas", "worker_max_replicas"}),
         _autoscaling_bounds,
     ),
+    CrossCheck(FRONTEND_PLACEMENT_FIELDS | {"deploy_graph"}, _frontend_placement_without_graph),
 )
 
 

@@ -9,7 +9,7 @@ import pytest
 from components.settings import SECRET_KEYS, StackSettings
 from tools.stack_files import PROJECT, SHIPPED_STACKS, declared_config, stack_file_config
 
-TYPES = {"string": str, "integer": int, "boolean": bool, "array": list}
+TYPES = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict}
 
 
 def project_keys() -> dict[str, dict[str, Any]]:

@@ -33,6 +33,7 @@ from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
 from components import k8s_values as k8s
+from components.affinity import affinity_problems
 from components.config_parser import ConfigError, parse_stack_config
 from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
 from components.graph_manifest import graph_deployment
@@ -44,6 +45,11 @@ from components.layer_manifests import (
 )
 from components.recipe import cache_args, download_args, graph_args, namespace_args, own_layer
 from components.settings import PROJECT, StackSettings, qualified_stack_name
+from tests.components.test_placement import (
+    BAD_AFFINITIES,
+    GOOD_AFFINITIES,
+    STRICTER_AFFINITIES,
+)
 from tests.components.test_settings import LEGAL_EDGES, TESTERS_ACCEPTED_BUT_INVALID
 from tests.support import NGC_KEY, quiet_about_aborted_programs
 from tools import offline
@@ -306,6 +312,84 @@ def _toleration() -> st.SearchStrategy[Drawn]:
     )
 
 
+_NODE_OPERATOR_VALUES = {
+    "In": st.lists(LABEL_VALUE, min_size=1, max_size=3),
+    "NotIn": st.lists(LABEL_VALUE, min_size=1, max_size=3),
+    "Exists": st.just([]),
+    "DoesNotExist": st.just([]),
+    "Gt": st.lists(st.from_regex(r"\A[0-9]{1,3}\Z"), min_size=1, max_size=1),
+    "Lt": st.lists(st.from_regex(r"\A[0-9]{1,3}\Z"), min_size=1, max_size=1),
+}
+
+
+def _node_requirement(operator: str) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {"key": LABEL_KEY, "operator": st.just(operator), "values": _NODE_OPERATOR_VALUES[operator]}
+    )
+
+
+def _affinity() -> st.SearchStrategy[Drawn]:
+    """Affinities: generated node affinities and the hand-made ones of tests/components/
+    test_placement.py, valid; its bad ones, wrong operators and value counts, and hostile text."""
+    requirement = st.sampled_from(sorted(_NODE_OPERATOR_VALUES)).flatmap(_node_requirement)
+    terms = st.lists(
+        st.lists(requirement, min_size=1, max_size=2).map(lambda r: {"matchExpressions": r}),
+        min_size=1,
+        max_size=2,
+    )
+    required = terms.map(
+        lambda t: {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": t}
+            }
+        }
+    )
+    broken = st.tuples(LABEL_KEY, st.sampled_from(["In", "Exists", "Gt", "Near", ""])).map(
+        lambda t: {
+            "nodeAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": {
+                    "nodeSelectorTerms": [{"matchExpressions": [{"key": t[0], "operator": t[1]}]}]
+                }
+            }
+        }
+    )
+    bad = [affinity for affinity, _, _ in BAD_AFFINITIES + STRICTER_AFFINITIES]
+    return tagged(
+        st.one_of(required, st.sampled_from(GOOD_AFFINITIES)),
+        st.sampled_from(bad),
+        broken.filter(lambda a: bool(affinity_problems(a))),
+        HOSTILE_TEXT,
+    )
+
+
+def _class_name() -> st.SearchStrategy[Drawn]:
+    return tagged(
+        st.one_of(st.just(""), SUBDOMAIN), st.just("A" * 3), st.just("b" * 254), HOSTILE_TEXT
+    )
+
+
+def _scheduler_name() -> st.SearchStrategy[Drawn]:
+    name = st.from_regex(r"\A[A-Za-z0-9_.-]{1,30}\Z").filter(lambda n: n not in (".", ".."))
+    return tagged(st.one_of(st.just(""), name), st.sampled_from(["a/b", "..", "a b", "50%"]))
+
+
+def _placement_keys() -> dict[str, st.SearchStrategy[Drawn]]:
+    keys: dict[str, st.SearchStrategy[Drawn]] = {}
+    for prefix in ("worker", "frontend", "modelDownload"):
+        keys |= {
+            f"{prefix}Affinity": _affinity(),
+            f"{prefix}PriorityClassName": _class_name(),
+            f"{prefix}RuntimeClassName": _class_name(),
+            f"{prefix}SchedulerName": _scheduler_name(),
+        }
+    for prefix in ("frontend", "modelDownload"):
+        keys |= {
+            f"{prefix}NodeSelector": list_of(_node_selector_item()),
+            f"{prefix}Tolerations": list_of(_toleration()),
+        }
+    return keys
+
+
 KEYS: dict[str, st.SearchStrategy[Drawn]] = {
     "namespace": tagged(
         LABEL.filter(lambda name: not k8s.is_system_namespace(name)),
@@ -352,6 +436,7 @@ KEYS: dict[str, st.SearchStrategy[Drawn]] = {
     "sharedStack": tagged(st.nothing(), st.sampled_from(["", "shared", "acme/p/s", "a/b", "x y"])),
     "registryServer": tagged(st.nothing(), st.sampled_from(["", "mirror.example:5000", "a b"])),
     "registryUsername": tagged(st.nothing(), st.sampled_from(["", "robot", "ro:bot"])),
+    **_placement_keys(),
 }
 
 

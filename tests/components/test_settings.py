@@ -131,6 +131,12 @@ LAYER_VALUES = {
     "modelDownloadCommand": ["/bin/true"],
     "modelDownloadGpus": 0,
     "modelDownloadTimeoutSeconds": 60,
+    "modelDownloadNodeSelector": ["pool=download"],
+    "modelDownloadTolerations": ["pool:NoSchedule"],
+    "modelDownloadAffinity": {"podAntiAffinity": {}},
+    "modelDownloadPriorityClassName": "batch",
+    "modelDownloadRuntimeClassName": "nvidia",
+    "modelDownloadSchedulerName": "default-scheduler",
 }
 
 
