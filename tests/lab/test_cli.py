@@ -55,3 +55,15 @@ def test_a_mistyped_option_shows_its_subcommands_usage(
     assert exit_.value.code == 2
     assert stderr.startswith(f"usage: python -m lab {command[0]} ")
     assert f"python -m lab {command[0]}: error: unrecognized arguments: {command[1]}" in stderr
+
+
+def test_several_frontends_need_the_direct_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = lab_main(["ab", "--frontends", "2", "--out", str(tmp_path)])
+
+    assert status == 2
+    assert "--frontends: several frontends run on the direct path only (--direct)" in (
+        capsys.readouterr().err
+    )
+    assert list(tmp_path.iterdir()) == [] or all(p.name.startswith(".") for p in tmp_path.iterdir())
