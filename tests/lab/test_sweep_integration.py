@@ -41,7 +41,7 @@ def test_the_delay_reaches_the_first_token_in_the_deployments_time(tmp_path: Pat
     assert delayed.ttft_p50_ms - plain.ttft_p50_ms == pytest.approx(150, abs=40)
     assert plain.request_latency_mean_ms is not None
     assert plain.request_latency_mean_ms < 1000  # 8 tokens at ~6 ms each, rescaled
-    assert (tmp_path / "02-session-affinity" / "graph" / "logs" / "delay-proxy.log").exists()
+    assert (tmp_path / "02-session-affinity" / "graph" / "logs" / "pass-through.log").exists()
 
 
 def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -> None:
