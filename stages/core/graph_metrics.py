@@ -8,7 +8,7 @@ The perf program reads the frontend's and the workers' `/metrics` around every l
 engines' prefix-cache queries and hits where they report them, and the pages it could not read.
 The report's "requests per worker" table (`worker_load_section`) shows, per profile and level,
 how many workers served and how evenly; the chart beside the routing probe's shows each worker's
-share (`stages.core.report.render_routing_chart`).
+share (`stages.core.charts.render_routing_chart`).
 """
 
 from __future__ import annotations
