@@ -143,9 +143,9 @@ s3-server: python
 	$(PYTHON) -m testenv.engine build weed
 
 # The CRDs of other projects the real tier installs to create the program's optional objects
-# (testenv/engine/pins.py CRD_SOURCES: prometheus-operator's for monitoring, the Gateway API's for
-# the frontend's HTTPRoute): YAML files of their Go modules, nothing built; seconds, into the
-# module cache.
+# (testenv/engine/pins.py CRD_SOURCES: prometheus-operator's for monitoring, the Gateway API's and
+# Envoy Gateway's for the frontend's HTTPRoute and its hashing policy): YAML files of their Go
+# modules, nothing built; seconds to a minute, into the module cache.
 pinned-crds: python
 	$(PYTHON) -m testenv.engine crds >/dev/null
 

@@ -78,7 +78,17 @@ GATEWAY_API_CRDS = CrdSource(
         for plural in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
     ),
 )
-CRD_SOURCES = (MONITORING_CRDS, GATEWAY_API_CRDS)
+_ENVOY_POLICY_CRD = "gateway.envoyproxy.io_backendtrafficpolicies.yaml"
+ENVOY_GATEWAY_CRDS = CrdSource(
+    # For the BackendTrafficPolicy the program creates with `frontendSessionHashing` envoy-gateway:
+    # the one CRD of Envoy Gateway's chart it needs (the module is the project's whole repository,
+    # 41 MB; nothing of it is built).
+    "Envoy Gateway",
+    "github.com/envoyproxy/gateway",
+    "v1.9.1",
+    ("charts/gateway-helm/charts/crds/crds/generated/" + _ENVOY_POLICY_CRD,),
+)
+CRD_SOURCES = (MONITORING_CRDS, GATEWAY_API_CRDS, ENVOY_GATEWAY_CRDS)
 """Every pinned CRD source: `make pinned-crds` downloads them all."""
 
 _PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
