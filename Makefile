@@ -30,7 +30,7 @@ POLICY_VENV := policy/venv
 MYPY_PATHS := common components testenv tools policy/rules lab stages __main__.py
 
 .PHONY: venv dev-venv stages-venv lock check test lab lab-setup lab-benchmark lab-contention render policy-venv \
-	engine s3-server monitoring-crds real clean python crd
+	engine s3-server pinned-crds real clean python crd
 
 # Python 3.11, or a failure that says which Python was found and how to point at another.
 python:
@@ -128,7 +128,7 @@ test: check lab-setup
 # waiting on `pulumi` and the API server, so on 2 cores one worker took 35 min 25 s (195 tests,
 # 2026-12-04); shared by file, two 19 min 15 s, three 14 min 1 s, four 12 min 7 s (251 tests,
 # 2026-12-05), where the file of day-two tests alone kept one worker busy to the end.
-real: crd engine s3-server monitoring-crds $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
+real: crd engine s3-server pinned-crds $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15 \
 		-n $(REAL_WORKERS) --dist loadgroup
 
@@ -142,10 +142,12 @@ engine: python
 s3-server: python
 	$(PYTHON) -m testenv.engine build weed
 
-# prometheus-operator's CRDs (three YAML files of its Go module, nothing built): the real tier installs
-# them to create the program's monitoring objects; seconds, into the module cache.
-monitoring-crds: python
-	$(PYTHON) -m testenv.engine monitoring-crds >/dev/null
+# The CRDs of other projects the real tier installs to create the program's optional objects
+# (testenv/engine/pins.py CRD_SOURCES: prometheus-operator's for monitoring, the Gateway API's and
+# Envoy Gateway's for the frontend's HTTPRoute and its hashing policy): YAML files of their Go
+# modules, nothing built; seconds to a minute, into the module cache.
+pinned-crds: python
+	$(PYTHON) -m testenv.engine crds >/dev/null
 
 # The local lab's own environments (Dynamo 1.6.1 and AIPerf 0.13.0 venvs, tiny model) in .lab/.
 lab-setup:

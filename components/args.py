@@ -83,6 +83,7 @@ class GraphArgs(_Args):
     routing: Routing
     frontend_image: str
     frontend_placement: PlacementArgs
+    frontend_replicas: int = 1
     worker: WorkerArgs
     ready_timeout_seconds: int
     """For a graph at its first generation."""
@@ -106,3 +107,25 @@ class MonitoringArgs(_Args):
     worker_replicas: int
     ttft_seconds_alert: int
     dashboard: bool
+
+
+class ExposureArgs(_Args):
+    """How the graph's frontend is reached from outside the cluster (components/exposure.py)."""
+
+    graph: str
+    mode: str
+    """service, ingress or httproute."""
+    service_type: str
+    """LoadBalancer or NodePort (mode service)."""
+    source_ranges: tuple[str, ...]
+    service_annotations: tuple[str, ...]
+    """`key=value` items on the Service (mode service)."""
+    ingress_class: str
+    host: str
+    """The Ingress rule's host or the HTTPRoute's hostname; empty: any."""
+    tls_secret: str
+    gateway_name: str
+    gateway_namespace: str
+    """Empty: the route's own namespace."""
+    hashing: str
+    """How requests are hashed on the session header in front of the frontends."""

@@ -207,6 +207,17 @@ def _scheduler_name(value: str) -> list[str]:
     return k8s.is_path_segment_name(value)
 
 
+def _service_annotation(item: str) -> list[str]:
+    if item.startswith("pulumi.com/"):
+        return ["pulumi.com/ annotations are the program's own (how Pulumi applies and awaits it)"]
+    return k8s.annotation_problems(item)
+
+
+def _optional(check: Callable[[str], list[str]]) -> AfterValidator:
+    """`check` on a value that is set; empty means "not used"."""
+    return _rule(lambda value: check(value) if value else [])
+
+
 def _command(items: list[str]) -> list[str]:
     if not items[0].strip():
         raise ValueError("the first item must name the program to run")
@@ -273,3 +284,17 @@ ClassName = Annotated[str, _rule(_class_name)]
 """A PriorityClass or RuntimeClass name; empty: not set."""
 SchedulerName = Annotated[str, _rule(_scheduler_name)]
 """A scheduler's name (e.g. kai-scheduler); empty: the cluster's default scheduler."""
+# Frontend exposure (components/exposure.py).
+OptionalSubdomain = Annotated[str, _optional(k8s.is_dns1123_subdomain)]
+"""An object's name (IngressClass, Secret, Gateway: DNS subdomains), or empty."""
+OptionalDnsLabel = Annotated[str, _optional(k8s.is_dns1123_label)]
+"""A namespace, or empty."""
+PublicHost = Annotated[str, _optional(k8s.host_problems)]
+SourceRanges = Annotated[
+    list[Annotated[str, _rule(k8s.cidr_problems)]], BeforeValidator(_json_list), _unique("range")
+]
+ServiceAnnotations = Annotated[
+    list[Annotated[str, _rule(_service_annotation)]],
+    BeforeValidator(_json_list),
+    _unique("annotation key"),
+]

@@ -55,6 +55,17 @@ class StackOutputs(BaseModel):
         description="GPUs per worker (0 in the lab): the graph takes replicas x this",
     )
     model_cache_claim: str | None = None
+    frontend_replicas: int | None = Field(
+        default=None,
+        ge=2,
+        description="Frontend replicas when more than one (absent: one). With affinity, the "
+        "operator's Service spreads one session over them, so the A/B refuses it",
+    )
+    frontend_external_url: str | None = Field(
+        default=None,
+        description="Where clients outside the cluster reach the frontend, when the program "
+        "knows it (an Ingress with a host); None otherwise",
+    )
     port_forward_command: str | None = None
     kube_context: str | None = Field(
         default=None, description="kubeconfig context of the cluster; None for the lab."
@@ -85,9 +96,11 @@ class StackOutputs(BaseModel):
             raise ValueError("is no namespace name: it " + "; ".join(problems))
         return namespace
 
-    @field_validator("frontend_url", "models_url")
+    @field_validator("frontend_url", "models_url", "frontend_external_url")
     @classmethod
-    def _an_http_url(cls, url: str) -> str:
+    def _an_http_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
         # The pod programs and AIPerf speak HTTP(S) only: a file:// or ftp:// URL, one without a
         # host or with a port outside 1-65535 would fail in the pod, after the Job was created.
         problem = http_url_problem(url)
@@ -122,6 +135,10 @@ class StackOutputs(BaseModel):
     def autoscaled(self) -> bool:
         """The worker count changes under the graph: no fixed number of workers to measure."""
         return bool(self.worker_autoscaling)
+
+    @property
+    def frontends(self) -> int:
+        return self.frontend_replicas or 1
 
     @property
     def graph_gpus(self) -> int:

@@ -79,7 +79,7 @@ def frontend(args: GraphArgs, layer: SharedLayer) -> Manifest:
     return {
         "name": names.FRONTEND_COMPONENT,
         "type": "frontend",
-        "replicas": 1,
+        "replicas": args.frontend_replicas,
         "podTemplate": {
             "spec": {
                 **pull_secrets(layer),

@@ -9,10 +9,14 @@ k8s.io/kubernetes/pkg/apis/core/validation/validation.go (node selectors, tolera
 Problems never contain the value itself: callers decide whether a value may be shown (an env
 value may be a secret). Go's `regexp` anchors `^...$` match the whole text; Python's `re.match`
 with `$` also accepts a trailing newline, so every rule here is a `fullmatch`.
+
+Over 300 lines: one mirror of the API server's value rules, a short function per Go function,
+read side by side with the Go sources above.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -268,3 +272,55 @@ def registry_server_problems(value: str) -> list[str]:
 
 def has_whitespace_or_control(value: str) -> bool:
     return any(character.isspace() or not character.isprintable() for character in value)
+
+
+# validation.go: wildcardDNS1123SubdomainFmt (IsWildcardDNS1123Subdomain).
+_WILDCARD_DNS1123_SUBDOMAIN_FMT = rf"\*\.{_DNS1123_SUBDOMAIN_FMT}"
+
+
+def host_problems(value: str) -> list[str]:
+    """An Ingress rule's host, as networking/validation validateIngressRules checks it: no IP
+    address, a DNS subdomain, or one wildcard label first (`*.example.com`). A Gateway API
+    HTTPRoute hostname has the same shape (its CRD's pattern, and "IPs are not allowed")."""
+    if _is_ip_address(value):
+        return ["must be a DNS name, not an IP address"]
+    if "*" in value:
+        return _length_and_format(
+            value,
+            DNS1123_SUBDOMAIN_MAX_LENGTH,
+            _WILDCARD_DNS1123_SUBDOMAIN_FMT,
+            "a wildcard DNS-1123 subdomain: '*.' followed by a valid DNS subdomain",
+            "*.example.com",
+        )
+    return is_dns1123_subdomain(value)
+
+
+def cidr_problems(value: str) -> list[str]:
+    """A Service's loadBalancerSourceRanges item: core/validation parses each as a CIDR; the
+    strict parsing of new objects (KEP-4858) refuses leading zeros and bits set past the prefix."""
+    try:
+        ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        return [
+            "must be a CIDR with no bits set past its prefix (e.g. '10.0.0.0/8', '2001:db8::/32')"
+        ]
+    if "/" not in value:
+        return ["must be a CIDR: an address and a prefix length (e.g. '203.0.113.0/24')"]
+    return []
+
+
+def annotation_problems(item: str) -> list[str]:
+    """A `key=value` annotation, as ValidateAnnotations checks one: the key IsQualifiedName (the
+    value is free text)."""
+    key, equals, _ = item.partition("=")
+    if not equals:
+        return ["must be key=value (e.g. service.beta.kubernetes.io/aws-load-balancer-type=nlb)"]
+    return [f"key {problem}" for problem in is_qualified_name(key.lower())]
+
+
+def _is_ip_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True

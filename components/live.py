@@ -10,7 +10,7 @@ what the API server said, never the request's credentials; callers decide what u
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
@@ -104,6 +104,20 @@ class Live:
                     "download runs or failed, nor which fields kubectl owns on what it updates"
                 )
             return UNKNOWN
+
+
+CRD_API_VERSION = "apiextensions.k8s.io/v1"
+
+
+def missing_crds(live: Live, crds: Iterable[str]) -> list[str]:
+    """The CRDs (`<plural>.<group>`) of `crds` the cluster does not have, for a refusal before
+    anything is created; a cluster that cannot be read is let through (`Live.attempt` says so)."""
+
+    def absent(crd: str) -> bool:
+        ref = ObjectRef(CRD_API_VERSION, "CustomResourceDefinition", crd)
+        return live.attempt(lambda view: view.metadata(ref)) is None
+
+    return [crd for crd in crds if absent(crd)]
 
 
 Request = Callable[[str, Mapping[str, str], str], tuple[int, bytes]]

@@ -26,14 +26,13 @@ import pulumi_kubernetes as k8s
 from components.args import MonitoringArgs
 from components.drift import warn_kubectl_fields
 from components.layer_manifests import Manifest, SharedLayer, kube_object
-from components.live import ClusterView, Live, ObjectRef
+from components.live import Live, missing_crds
 from components.names import COMPONENT_TYPE_LABEL, GRAPH_LABEL
 from components.settings import config_key
 
 API_VERSION = "monitoring.coreos.com/v1"
 RULE_KIND = "PrometheusRule"
 CRD_GROUP = "monitoring.coreos.com"
-CRD_API_VERSION = "apiextensions.k8s.io/v1"
 SCRAPED = (("frontend", "http"), ("worker", "system"))
 """Each component type and the port its /metrics is served on."""
 DASHBOARD_LABEL = {"grafana_dashboard": "1"}
@@ -217,14 +216,10 @@ def required_crds(kind: str) -> list[str]:
     return [f"{plural}.{CRD_GROUP}" for plural in (f"{kind.lower()}s", "prometheusrules")]
 
 
-def _crd(view: ClusterView, name: str) -> Manifest | None:
-    return view.metadata(ObjectRef(CRD_API_VERSION, "CustomResourceDefinition", name))
-
-
 def require_crds(live: Live, kind: str) -> None:
     """Refuse, before anything is created, a cluster without the monitoring CRDs; a cluster that
     cannot be read is let through (`Live.attempt` says so)."""
-    missing = [crd for crd in required_crds(kind) if live.attempt(partial(_crd, name=crd)) is None]
+    missing = missing_crds(live, required_crds(kind))
     if missing:
         raise pulumi.RunError(
             f"{config_key('monitoring')} is true but the cluster has no {', '.join(missing)} "

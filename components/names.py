@@ -56,6 +56,12 @@ def scaling_adapter(graph: str) -> str:
     return f"{graph}-{WORKER_COMPONENT.lower()}"
 
 
+def frontend_public_service(graph: str) -> str:
+    """The Service this program adds with `frontendExposure` service: the operator's name plus
+    `-public` (63 characters for the session-affinity graph, a Service name's limit)."""
+    return f"{frontend_service(graph)}-public"
+
+
 PATCH_FORCE = "pulumi.com/patchForce"
 PROVIDER_WAIT_ENDS_AT_ONCE = {"waitFor": "jsonpath={.metadata.uid}"}
 """The provider's own wait ends as soon as the object exists: the program waits itself, in its own

@@ -40,6 +40,11 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         worker_replicas=(settings.worker_max_replicas if autoscaling else settings.worker_replicas),
         worker_gpus=settings.worker_gpus,
         model_cache_claim=layer.model_cache_claim,
+        # Absent for one frontend: the outputs of every stack that has one stay as they were.
+        frontend_replicas=settings.frontend_replicas if settings.frontend_replicas > 1 else None,
+        frontend_external_url=external_url(
+            settings.frontend_exposure, settings.frontend_host, settings.frontend_tls_secret
+        ),
         port_forward_command=(
             f"kubectl --context {settings.kube_context} -n {layer.namespace} "
             f"port-forward service/{service} {port}:{port}"
@@ -51,6 +56,15 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         worker_max_replicas=settings.worker_max_replicas if autoscaling else None,
         worker_scaling_adapter=names.scaling_adapter(graph) if autoscaling else None,
     )
+
+
+def external_url(mode: str, host: str, tls_secret: str) -> str | None:
+    """Where clients reach the frontend, when the program knows it: an Ingress with a host (its
+    TLS says the scheme). A Service's address comes from the load balancer or the node, and an
+    HTTPRoute's scheme from the Gateway's listener: neither is the program's to say."""
+    if mode != "ingress" or not host or host.startswith("*"):
+        return None
+    return f"{'https' if tls_secret else 'http'}://{host}"
 
 
 CACHE_READY_KEY = "modelCacheReady"

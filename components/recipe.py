@@ -13,9 +13,10 @@ from typing import Any
 
 import pulumi
 
-from components import names, outputs
+from components import exposure, names, outputs
 from components.args import (
     DownloadArgs,
+    ExposureArgs,
     GraphArgs,
     ModelCacheArgs,
     MonitoringArgs,
@@ -55,6 +56,10 @@ class Recipe(pulumi.ComponentResource):
         super().__init__("cosmos3:recipe:Recipe", name, None, opts)
         if settings.monitoring:  # before anything is created
             require_crds(live, settings.monitoring_kind)
+        if settings.deploy_graph:
+            exposure.require_crds(
+                live, settings.frontend_exposure, settings.frontend_session_hashing
+            )
         if settings.uses_shared_layer:
             layer = _read_shared_layer(name, settings, self)
             ready: list[pulumi.Input[pulumi.Resource]] = []
@@ -76,6 +81,13 @@ class Recipe(pulumi.ComponentResource):
                     monitoring_args(settings),
                     layer,
                     live,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
+            if settings.frontend_exposure != "none":
+                exposure.FrontendExposure(
+                    f"{name}-frontend-exposure",
+                    exposure_args(settings),
+                    layer,
                     opts=pulumi.ResourceOptions(parent=self),
                 )
             # Exported once the graph is Ready: an update that did not get there keeps the outputs
@@ -242,6 +254,7 @@ def graph_args(settings: StackSettings) -> GraphArgs:
         routing=settings.routing,
         frontend_image=settings.frontend_image,
         frontend_placement=frontend_placement(settings),
+        frontend_replicas=settings.frontend_replicas,
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,
         update_timeout_seconds=settings.graph_update_timeout_seconds,
@@ -264,6 +277,22 @@ def monitoring_args(settings: StackSettings) -> MonitoringArgs:
         ),
         ttft_seconds_alert=settings.monitoring_ttft_seconds_alert,
         dashboard=settings.monitoring_dashboard,
+    )
+
+
+def exposure_args(settings: StackSettings) -> ExposureArgs:
+    return ExposureArgs(
+        graph=names.graph_name(settings.profile),
+        mode=settings.frontend_exposure,
+        service_type=settings.frontend_service_type,
+        source_ranges=tuple(settings.frontend_load_balancer_source_ranges),
+        service_annotations=tuple(settings.frontend_service_annotations),
+        ingress_class=settings.frontend_ingress_class_name,
+        host=settings.frontend_host,
+        tls_secret=settings.frontend_tls_secret,
+        gateway_name=settings.frontend_gateway_name,
+        gateway_namespace=settings.frontend_gateway_namespace,
+        hashing=settings.frontend_session_hashing,
     )
 
 

@@ -4,6 +4,9 @@ Each value is checked against the rule of the Kubernetes field it lands in (`com
 through `components.config_rules`), so config the program accepts is config the API server
 accepts; the checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others
 did not. `components.config_parser.parse_stack_config` builds it. No Pulumi import.
+
+Over 300 lines: every key's typed field and every check across keys, one place a reader opens to
+learn what stack config the program accepts; each feature's keys and checks are one block.
 """
 
 from __future__ import annotations
@@ -28,14 +31,19 @@ from components.config_rules import (
     MonitoringLabels,
     NimProfile,
     NodeSelector,
+    OptionalDnsLabel,
+    OptionalSubdomain,
     OwnNamespace,
     Path,
+    PublicHost,
     Quantity,
     RegistryServer,
     RegistryUsername,
     RestartId,
     RuntimeVersion,
     SchedulerName,
+    ServiceAnnotations,
+    SourceRanges,
     StackReference,
     StorageClass,
     Tolerations,
@@ -45,6 +53,7 @@ from components.config_rules import (
 from components.routing import (
     MAX_AFFINITY_TTL_SECONDS,
     MIN_AFFINITY_TTL_SECONDS,
+    SESSION_HEADER,
     Routing,
     RoutingProfile,
     routing_for,
@@ -146,6 +155,19 @@ class StackSettings(BaseModel):
     model_download_priority_class_name: ClassName
     model_download_runtime_class_name: ClassName
     model_download_scheduler_name: SchedulerName
+    # The frontend beyond the cluster, and its replicas (components/exposure.py): one replica
+    # behind the operator's ClusterIP Service unless asked.
+    frontend_replicas: Count
+    frontend_exposure: Literal["none", "service", "ingress", "httproute"]
+    frontend_service_type: Literal["LoadBalancer", "NodePort"]
+    frontend_load_balancer_source_ranges: SourceRanges
+    frontend_service_annotations: ServiceAnnotations
+    frontend_ingress_class_name: OptionalSubdomain
+    frontend_host: PublicHost
+    frontend_tls_secret: OptionalSubdomain
+    frontend_gateway_name: OptionalSubdomain
+    frontend_gateway_namespace: OptionalDnsLabel
+    frontend_session_hashing: Literal["none", "ingress-nginx", "envoy-gateway", "external"]
 
     @property
     def routing(self) -> Routing:
@@ -302,6 +324,109 @@ def _frontend_placement_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+# --- frontend exposure and replicas -------------------------------------------------------------
+
+EXPOSURE_KEYS = {
+    "service": (
+        "frontendServiceType",
+        "frontendLoadBalancerSourceRanges",
+        "frontendServiceAnnotations",
+    ),
+    "ingress": ("frontendIngressClassName", "frontendTlsSecret"),
+    "httproute": ("frontendGatewayName", "frontendGatewayNamespace"),
+}
+"""The keys only one exposure uses (frontendHost serves ingress and httproute)."""
+HASHING_NEEDS = {"ingress-nginx": "ingress", "envoy-gateway": "httproute"}
+"""Hashing that this program declares rides on the object of one exposure."""
+
+
+def _field(key: str) -> str:
+    return next(name for name, f in StackSettings.model_fields.items() if f.alias == key)
+
+
+def _keys_of_other_exposures(s: StackSettings) -> str | None:
+    defaults = {"frontendServiceType": "LoadBalancer"}
+    unused = [
+        key
+        for mode, keys in EXPOSURE_KEYS.items()
+        if mode != s.frontend_exposure
+        for key in keys
+        if getattr(s, _field(key)) not in ("", [], defaults.get(key))
+    ]
+    if s.frontend_host and s.frontend_exposure not in ("ingress", "httproute"):
+        unused.insert(0, "frontendHost")
+    if not unused:
+        return None
+    listed = ", ".join(config_key(key) for key in unused)
+    return (
+        f"{listed} set with {config_key('frontendExposure')}={s.frontend_exposure}, where it "
+        "changes nothing: set the exposure that uses it (docs/deploying.md, Exposing the "
+        "frontend), or `pulumi config rm` it"
+    )
+
+
+def _exposure_needs(s: StackSettings) -> str | None:
+    if s.frontend_exposure == "httproute" and not s.frontend_gateway_name:
+        return (
+            f"{config_key('frontendExposure')} is httproute without "
+            f"{config_key('frontendGatewayName')}: name the Gateway the route attaches to "
+            f"(`pulumi config set {config_key('frontendGatewayName')} <gateway>`)"
+        )
+    ranges = s.frontend_load_balancer_source_ranges
+    if s.frontend_exposure == "service" and ranges and s.frontend_service_type != "LoadBalancer":
+        # core/validation: "may only be used when `type` is 'LoadBalancer'".
+        return (
+            f"{config_key('frontendLoadBalancerSourceRanges')} is set with "
+            f"{config_key('frontendServiceType')}={s.frontend_service_type}: the API server takes "
+            "source ranges only on a LoadBalancer Service; set the type LoadBalancer or remove them"
+        )
+    return None
+
+
+def _hashing_needs_its_exposure(s: StackSettings) -> str | None:
+    needed = HASHING_NEEDS.get(s.frontend_session_hashing)
+    if needed is None or s.frontend_exposure == needed:
+        return None
+    made = "annotates the Ingress" if needed == "ingress" else "attaches a policy to the HTTPRoute"
+    return (
+        f"{config_key('frontendSessionHashing')}={s.frontend_session_hashing} {made} this "
+        f"program creates, so it needs {config_key('frontendExposure')}={needed} (it is "
+        f"{s.frontend_exposure}); or set frontendSessionHashing external when your own load "
+        "balancer hashes"
+    )
+
+
+def _replicas_need_hashing(s: StackSettings) -> str | None:
+    if s.frontend_replicas == 1 or s.profile is not RoutingProfile.SESSION_AFFINITY:
+        return None  # round robin: any number of frontends routes alike
+    if s.frontend_session_hashing != "none":
+        return None
+    return (
+        f"{config_key('frontendReplicas')}={s.frontend_replicas} on the session-affinity profile "
+        f"needs consistent hashing on {SESSION_HEADER} in front of the frontends: each frontend "
+        "process keeps its own session-to-worker table (ai-dynamo/dynamo #11035, #11217, "
+        "#10883), so without hashing a session's requests spread over the replicas and affinity "
+        f"silently becomes round robin. Set {config_key('frontendSessionHashing')} "
+        "(ingress-nginx, envoy-gateway, or external for your own load balancer), or "
+        f"{config_key('frontendReplicas')}=1. The round-robin profile takes any replica count"
+    )
+
+
+def _exposure_without_graph(s: StackSettings) -> str | None:
+    if s.deploy_graph or (s.frontend_exposure == "none" and s.frontend_replicas == 1):
+        return None
+    return (
+        f"{config_key('frontendExposure')} or {config_key('frontendReplicas')} is set and "
+        f"{config_key('deployGraph')} is false: they concern a graph's frontend; set them on the "
+        "profile stacks that deploy one"
+    )
+
+
+_EXPOSURE_FIELDS = frozenset(
+    {_field(key) for keys in EXPOSURE_KEYS.values() for key in keys}
+    | {"frontend_exposure", "frontend_host"}
+)
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -319,6 +444,19 @@ _CROSS_CHECKS = (
         _autoscaling_bounds,
     ),
     CrossCheck(FRONTEND_PLACEMENT_FIELDS | {"deploy_graph"}, _frontend_placement_without_graph),
+    CrossCheck(_EXPOSURE_FIELDS, _keys_of_other_exposures),
+    CrossCheck(_EXPOSURE_FIELDS, _exposure_needs),
+    CrossCheck(
+        frozenset({"frontend_session_hashing", "frontend_exposure"}), _hashing_needs_its_exposure
+    ),
+    CrossCheck(
+        frozenset({"frontend_replicas", "profile", "frontend_session_hashing"}),
+        _replicas_need_hashing,
+    ),
+    CrossCheck(
+        frozenset({"frontend_exposure", "frontend_replicas", "deploy_graph"}),
+        _exposure_without_graph,
+    ),
 )
 
 

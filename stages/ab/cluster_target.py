@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
 from components.settings import config_key
-from stages.ab.plan import RECIPE_GRAPH_GPUS
+from stages.ab.plan import RECIPE_GRAPH_GPUS, refuse_unhashed_frontends
 from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.ab.target import Say
 from stages.cluster.kubernetes_api import KubernetesApi
@@ -111,11 +111,13 @@ class ClusterAbTarget:
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         raw = self.stacks.up(self.stack(profile))
         try:
-            return StackOutputs.model_validate(raw)
+            outputs = StackOutputs.model_validate(raw)
         except ValueError as error:
             raise UsageError(
                 f"{self.stack(profile)}'s outputs break the contract: {error}"
             ) from None
+        refuse_unhashed_frontends(outputs, self.stack(profile))  # before a stage measures it
+        return outputs
 
     def teardown(self, profile: RoutingProfile, say: Say) -> None:
         self.stacks.destroy(self.stack(profile))

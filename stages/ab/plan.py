@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from components.contract import StackOutputs
 from components.routing import RoutingProfile
+from components.settings import config_key
 from stages.errors import UsageError
 
 PROFILES = (RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY)
@@ -51,6 +53,21 @@ def decide_budget(available: int | None, per_graph: dict[RoutingProfile, int]) -
         False,
         f"{available} GPUs hold one graph at a time ({wanted}): each profile's graph is taken "
         "down before the next is deployed, on the same GPUs",
+    )
+
+
+def refuse_unhashed_frontends(outputs: StackOutputs, stack: str) -> None:
+    """The stages reach the frontend through the operator's Service, which spreads requests over
+    the frontend replicas without hashing the session header: with affinity and more than one
+    frontend each session's requests would meet several frontends' session tables, and the
+    profile would be measured as round robin."""
+    if outputs.session_header is None or outputs.frontends == 1:
+        return
+    raise UsageError(
+        f"{stack} runs {outputs.frontends} frontend replicas with session affinity: the A/B "
+        "reaches them through the operator's frontend Service, which does not hash "
+        f"{outputs.session_header}, so its numbers would be round robin's. Set "
+        f"{config_key('frontendReplicas')} 1 on that stack for the A/B"
     )
 
 

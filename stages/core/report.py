@@ -14,6 +14,9 @@ written, verdict saying so, and `write_report` fails (`ab_verdict.mechanism_fail
 The results are checked when read (`stages.core.results`); every value in them that is text (a
 graph name, a session header, why a sweep stopped) is written through `markdown_text`, so it
 renders as itself and cannot add HTML, a link or a table column to the report.
+
+Over 300 lines: one report page, its tables, cache and routing sections and charts written from
+one pair of results, read top to bottom in the order the page shows them.
 """
 
 from __future__ import annotations

@@ -17,9 +17,6 @@ from testenv.engine.pins import (
     KWOK_STAGES,
     KWOK_VERSION,
     LANGUAGE_EXEC,
-    MONITORING_CRDS,
-    MONITORING_MODULE,
-    MONITORING_VERSION,
     PROVIDER_BINARY,
     PROVIDER_MODULE,
     PROVIDER_MODULE_VERSION,
@@ -30,6 +27,7 @@ from testenv.engine.pins import (
     S3_SERVER,
     TOOLS,
     WRAPPERS,
+    CrdSource,
     GoTool,
     engine_key,
     provider_key,
@@ -151,25 +149,30 @@ def s3_server(
     return build_tools(home, [S3_SERVER.name], out, environ)[S3_SERVER.name]
 
 
-def monitoring_crds(
-    home: Path, out: Callable[[str], None] = say, environ: Mapping[str, str] = os.environ
+def pinned_crds(
+    home: Path,
+    source: CrdSource,
+    out: Callable[[str], None] = say,
+    environ: Mapping[str, str] = os.environ,
 ) -> list[Path]:
-    """prometheus-operator's CRD files (`pins.MONITORING_CRDS`), downloaded into the module cache
-    if they are not there yet: seconds, nothing is built."""
-    if found := located_monitoring_crds(home):
+    """The CRD files of `source` (`pins.CRD_SOURCES`), downloaded into the module cache if they
+    are not there yet: seconds, nothing is built."""
+    if found := located_crds(home, source):
         return found
     builder = Builder(home, go_environment(home, environ), out)
-    module = f"{MONITORING_MODULE}@{MONITORING_VERSION}"
-    builder.run("monitoring CRDs download", ["go", "mod", "download", module], home)
-    if found := located_monitoring_crds(home):
+    module = f"{source.module}@{source.version}"
+    builder.run(
+        f"{source.module.rpartition('/')[2]}-crds download", ["go", "mod", "download", module], home
+    )
+    if found := located_crds(home, source):
         return found
-    raise EngineError(f"engine: {module} holds no {', '.join(MONITORING_CRDS)}")
+    raise EngineError(f"engine: {module} holds no {', '.join(source.files)}")
 
 
-def located_monitoring_crds(home: Path) -> list[Path]:
-    """The monitoring CRD files in the module cache (no `go`: the real tier runs offline), or []."""
-    folder = home / "go" / "mod" / f"{MONITORING_MODULE}@{MONITORING_VERSION}"
-    paths = [folder / name for name in MONITORING_CRDS]
+def located_crds(home: Path, source: CrdSource) -> list[Path]:
+    """The CRD files of `source` in the module cache (no `go`: the real tier runs offline), or []."""
+    folder = home / "go" / "mod" / f"{source.module}@{source.version}"
+    paths = [folder / name for name in source.files]
     return paths if all(path.is_file() for path in paths) else []
 
 

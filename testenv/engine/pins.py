@@ -39,17 +39,57 @@ KWOK_VERSION = "0.8.0"
 SEAWEEDFS_VERSION = "4.53"
 SEAWEEDFS_MODULE_VERSION = "v0.0.0-20261109003541-7506e5f91cd6"
 
-# prometheus-operator's CRDs, for the monitoring objects the program creates when `monitoring` is on:
-# YAML files of its root module, downloaded (nothing built) and installed by the real tier's tests.
-# The proxy serves the root module at v0.85.0 only (v0.95.x: "not available"; at v0.95.2 it serves
-# `pkg/apis/monitoring` alone, the Go types without the generated YAML); the three kinds are
-# `monitoring.coreos.com/v1` in both.
-MONITORING_MODULE = "github.com/prometheus-operator/prometheus-operator"
-MONITORING_VERSION = "v0.85.0"
-MONITORING_CRDS = tuple(
-    f"example/prometheus-operator-crd/monitoring.coreos.com_{plural}.yaml"
-    for plural in ("podmonitors", "servicemonitors", "prometheusrules")
+
+@dataclass(frozen=True)
+class CrdSource:
+    """CRD files of one Go module, downloaded (nothing built) into the module cache and installed
+    by the real tier's tests that create objects of those kinds."""
+
+    name: str
+    """What the CRDs are for, in messages."""
+    module: str
+    version: str
+    files: tuple[str, ...]
+    """Paths inside the module."""
+
+
+MONITORING_CRDS = CrdSource(
+    # For the monitoring objects the program creates when `monitoring` is on. The proxy serves the
+    # root module at v0.85.0 only (v0.95.x: "not available"; at v0.95.2 it serves
+    # `pkg/apis/monitoring` alone, the Go types without the generated YAML); the three kinds are
+    # `monitoring.coreos.com/v1` in both.
+    "prometheus-operator",
+    "github.com/prometheus-operator/prometheus-operator",
+    "v0.85.0",
+    tuple(
+        f"example/prometheus-operator-crd/monitoring.coreos.com_{plural}.yaml"
+        for plural in ("podmonitors", "servicemonitors", "prometheusrules")
+    ),
 )
+GATEWAY_API_CRDS = CrdSource(
+    # For the HTTPRoute the program creates when `frontendExposure` is httproute: the standard
+    # channel's CRDs. v1.6.3 is the newest the proxy serves that this Go builds (v1.7.0 needs a
+    # newer Go).
+    "Gateway API",
+    "sigs.k8s.io/gateway-api",
+    "v1.6.3",
+    tuple(
+        f"config/crd/standard/gateway.networking.k8s.io_{plural}.yaml"
+        for plural in ("gatewayclasses", "gateways", "httproutes", "referencegrants")
+    ),
+)
+_ENVOY_POLICY_CRD = "gateway.envoyproxy.io_backendtrafficpolicies.yaml"
+ENVOY_GATEWAY_CRDS = CrdSource(
+    # For the BackendTrafficPolicy the program creates with `frontendSessionHashing` envoy-gateway:
+    # the one CRD of Envoy Gateway's chart it needs (the module is the project's whole repository,
+    # 41 MB; nothing of it is built).
+    "Envoy Gateway",
+    "github.com/envoyproxy/gateway",
+    "v1.9.1",
+    ("charts/gateway-helm/charts/crds/crds/generated/" + _ENVOY_POLICY_CRD,),
+)
+CRD_SOURCES = (MONITORING_CRDS, GATEWAY_API_CRDS, ENVOY_GATEWAY_CRDS)
+"""Every pinned CRD source: `make pinned-crds` downloads them all."""
 
 _PULUMI_VERSION_VAR = "github.com/pulumi/pulumi/sdk/v3/go/common/version.Version"
 _KUBE_VERSION_VARS = (

@@ -13,8 +13,10 @@ from pathlib import Path
 import pytest
 
 from testenv import cluster as local
-from testenv.engine import Engine
-from testenv.local_stacks import LocalStacks
+from testenv.engine import Engine, cache_home
+from testenv.engine.build import located_crds
+from testenv.engine.pins import CrdSource
+from testenv.local_stacks import LAYER_SITE, LocalStacks
 from tests.support import NGC_KEY
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -103,3 +105,25 @@ def stop_engine_processes(engine: Engine, stacks: LocalStacks) -> None:
             os.kill(int(found.split()[0]), signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+@contextmanager
+def pinned_crds_installed(cluster: local.LocalCluster, source: CrdSource) -> Iterator[None]:
+    """The CRDs of `source` (testenv.engine.pins) on `cluster` while inside, then gone again (a
+    refusal's test needs a cluster without them)."""
+    paths = located_crds(cache_home(), source)
+    if not paths:
+        pytest.fail(f"this test needs {source.name}'s CRDs: run `make pinned-crds`")
+    files = [argument for path in paths for argument in ("-f", str(path))]
+    cluster.kubectl("apply", "--server-side", *files)
+    cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *files)
+    try:
+        yield
+    finally:
+        cluster.kubectl("delete", "--wait=true", "--timeout=60s", *files)
+
+
+def layer_up(stacks: LocalStacks) -> None:
+    """The shared layer stack, configured for the local cluster and up."""
+    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
+    stacks.run("up", "--yes", "--stack", "shared")

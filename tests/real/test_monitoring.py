@@ -1,5 +1,5 @@
 """Monitoring on the real engine (issue 31): with prometheus-operator's CRDs installed
-(`make monitoring-crds`, testenv.engine.pins), `pulumi up` creates the graph's monitor, alert rule
+(`make pinned-crds`, testenv.engine.pins), `pulumi up` creates the graph's monitor, alert rule
 and dashboard, the API server judging them against the CRDs' schemas; without the CRDs, the
 preview refuses in one line naming the key, before anything is created."""
 
@@ -11,10 +11,9 @@ from collections.abc import Iterator
 import pytest
 
 from testenv import cluster as local
-from testenv.engine import cache_home
-from testenv.engine.build import located_monitoring_crds
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS
+from testenv.engine.pins import MONITORING_CRDS
+from testenv.local_stacks import SITE, LocalStacks
+from tests.real.support import layer_up, pinned_crds_installed
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-round-robin"
@@ -28,23 +27,9 @@ def monitoring_on(stacks: LocalStacks) -> None:
 
 @pytest.fixture
 def monitoring_crds(local_cluster: local.LocalCluster) -> Iterator[None]:
-    """The three CRDs on this worker's cluster for one test, then gone again (the refusal's test
-    needs a cluster without them)."""
-    paths = located_monitoring_crds(cache_home())
-    if not paths:
-        pytest.fail(
-            "the monitoring tests need prometheus-operator's CRDs: run `make monitoring-crds`"
-        )
-    files = [argument for path in paths for argument in ("-f", str(path))]
-    local_cluster.kubectl("apply", "--server-side", *files)
-    local_cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *files)
-    yield
-    local_cluster.kubectl("delete", "--wait=true", "--timeout=60s", *files)
-
-
-def layer_up(stacks: LocalStacks) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    """prometheus-operator's CRDs on this worker's cluster for one test, then gone again."""
+    with pinned_crds_installed(local_cluster, MONITORING_CRDS):
+        yield
 
 
 def names(cluster: local.LocalCluster, kinds: str) -> list[str]:
