@@ -23,9 +23,9 @@ from common.output_folders import claimed_folder
 from components.routing import RoutingProfile, routing_for
 from lab import isolation
 from lab.__main__ import WRITER
-from lab.pass_through import LOOPBACK, loopback_listener
 from lab.environment import dynamo_environment
 from lab.graph import GraphSpec, LabGraph, lab_outputs
+from lab.pass_through import LOOPBACK, loopback_listener
 from stages.incluster import exit_causes
 from tests.tally import flag, record, run_command
 
