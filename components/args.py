@@ -25,6 +25,11 @@ class SecretsArgs(_Args):
     namespace: str
     registry_server: str
     registry_username: str
+    existing_ngc_secret: str = ""
+    """The identity of the existing Secret that holds the NGC key (`ngcApiKeySecretName`,
+    `components.credentials_digest.secret_identity`); empty: this stack creates ngc-api-secret."""
+    existing_pull_secret: str = ""
+    """The identity of the existing pull secret (`imagePullSecretName`); empty: none, or the mirror's."""
 
 
 class ModelCacheArgs(_Args):
@@ -84,3 +89,10 @@ class MonitoringArgs(_Args):
     worker_replicas: int
     ttft_seconds_alert: int
     dashboard: bool
+
+
+class DisruptionBudgetArgs(_Args):
+    graph: str
+    """The DynamoGraphDeployment's name: the budget selects its worker pods."""
+    max_unavailable: str
+    """A whole number or a percentage, as the `workerMaxUnavailable` key holds it."""

@@ -180,9 +180,15 @@ def _secret_problems(
         for key, is_set in sorted(present.items())
         if is_set and key not in marked
     ]
-    if unvalidated & {"shared_stack", "registry_server"}:
+    if unvalidated & {
+        "shared_stack",
+        "registry_server",
+        "ngc_api_key_secret_name",
+        "image_pull_secret_name",
+    }:
         return problems  # whether this stack needs its secrets is not known yet
-    if settings.manages_secrets and not present["ngcApiKey"]:
+    problems += _existing_secret_problems(settings, present)
+    if settings.creates_ngc_secret and not present["ngcApiKey"]:
         problems.append(
             f"  {config_key('ngcApiKey')} is required to create the ngc-api-secret: "
             f'`pulumi config set --secret {config_key("ngcApiKey")} "$NGC_API_KEY"`'
@@ -201,6 +207,22 @@ def _secret_problems(
             "and `pulumi config rm` them here"
         )
     return problems
+
+
+def _existing_secret_problems(settings: StackSettings, present: dict[str, bool]) -> list[str]:
+    """A secret set beside the existing Secret that replaces it: which one counts is ambiguous,
+    and the value would sit in the stack file unused."""
+    pairs = (
+        ("ngcApiKey", "ngcApiKeySecretName", settings.ngc_api_key_secret_name),
+        ("registryPassword", "imagePullSecretName", settings.image_pull_secret_name),
+    )
+    return [
+        f"  {config_key(secret)} is set, and {config_key(existing)}={name} names the existing "
+        f"Secret the pods read instead: `pulumi config rm {config_key(secret)}`, or unset "
+        f"{config_key(existing)} to have this stack create the Secret from it"
+        for secret, existing, name in pairs
+        if name and present[secret] and settings.manages_secrets
+    ]
 
 
 def _text(value: Any) -> str:

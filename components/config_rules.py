@@ -220,3 +220,24 @@ Tolerations = Annotated[
 ExtraEnv = Annotated[
     list[Annotated[str, _rule(_env_item)]], BeforeValidator(_json_list), _unique("variable")
 ]
+
+
+# --- issue 32: disruption budget and existing Secrets ---------------------------------------------
+
+
+def _max_unavailable(value: str) -> list[str]:
+    # Empty: no budget. A value that lets no worker go is the cross-check's (it needs replicas).
+    return k8s.int_or_percent_problems(value) if value else []
+
+
+def _optional_secret_name(value: str) -> list[str]:
+    # core/validation ValidateSecretName: a DNS subdomain. Empty: the program creates its own.
+    return k8s.is_dns1123_subdomain(value) if value else []
+
+
+MaxUnavailable = Annotated[str, BeforeValidator(str), _rule(_max_unavailable)]
+"""A PodDisruptionBudget's maxUnavailable as text (`1`, `25%`), or empty for none. `str` first:
+a stack file's `workerMaxUnavailable: 2` reaches the program as the text "2" from the CLI, but as
+an int from the tests and the render."""
+OptionalSecretName = Annotated[str, _rule(_optional_secret_name)]
+SecretKey = Annotated[str, _rule(k8s.is_config_map_key)]

@@ -26,6 +26,8 @@ class SharedLayer:
     model_cache_claim: str
     ngc_secret: str = names.NGC_SECRET
     registry_pull_secret: str | None = None
+    ngc_secret_key: str = names.NGC_SECRET_KEY
+    """The key of `ngc_secret` that holds the NGC key (another with `ngcApiKeySecretField`)."""
     credentials_digest: str = ""
     """Of the credentials in those Secrets (components/credentials_digest.py); marks the workers."""
 
@@ -123,7 +125,7 @@ def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
         {
             "name": "NGC_API_KEY",
-            "valueFrom": {"secretKeyRef": {"name": layer.ngc_secret, "key": names.NGC_SECRET_KEY}},
+            "valueFrom": {"secretKeyRef": {"name": layer.ngc_secret, "key": layer.ngc_secret_key}},
         },
     ]
 

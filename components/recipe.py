@@ -15,6 +15,7 @@ import pulumi
 
 from components import names, outputs
 from components.args import (
+    DisruptionBudgetArgs,
     DownloadArgs,
     GraphArgs,
     ModelCacheArgs,
@@ -24,6 +25,7 @@ from components.args import (
     WorkerArgs,
 )
 from components.contract import StackOutputs
+from components.disruption_budget import DisruptionBudget
 from components.graph_deployment import GraphDeployment
 from components.layer_guard import LayerGuard
 from components.layer_manifests import SharedLayer
@@ -32,7 +34,7 @@ from components.model_cache import ModelCache
 from components.model_download import ModelDownload
 from components.monitoring import Monitoring, require_crds
 from components.namespace import Namespace
-from components.secrets import Secrets, SecretValues
+from components.secrets import Secrets, SecretValues, existing_secrets_args
 from components.settings import StackSettings, qualified_stack_name
 
 Exports = dict[str, pulumi.Output[Any]]
@@ -59,7 +61,9 @@ class Recipe(pulumi.ComponentResource):
             ready: list[pulumi.Input[pulumi.Resource]] = []
             exported: Exports = {}
         else:
-            layer, ready, exported = self._create_layer(name, settings, secrets, live)
+            # Before anything is created: an existing Secret that is not there is refused.
+            secrets_args = existing_secrets_args(live, settings)
+            layer, ready, exported = self._create_layer(name, settings, secrets, secrets_args, live)
         if settings.deploy_graph:
             graph = GraphDeployment(
                 f"{name}-graph",
@@ -69,6 +73,14 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            if settings.worker_max_unavailable:
+                DisruptionBudget(
+                    f"{name}-disruption-budget",
+                    disruption_budget_args(settings),
+                    layer,
+                    live,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
             if settings.monitoring:
                 Monitoring(
                     f"{name}-monitoring",
@@ -89,7 +101,12 @@ class Recipe(pulumi.ComponentResource):
         self.register_outputs(exported)
 
     def _create_layer(
-        self, name: str, settings: StackSettings, secrets: SecretValues | None, live: Live
+        self,
+        name: str,
+        settings: StackSettings,
+        secrets: SecretValues | None,
+        secrets_args: SecretsArgs,
+        live: Live,
     ) -> tuple[pulumi.Output[SharedLayer], list[pulumi.Input[pulumi.Resource]], Exports]:
         """Namespace, secrets, cache, download and their guard: the layer, what the graph waits
         for, and the layer's exports for profile stacks."""
@@ -98,11 +115,6 @@ class Recipe(pulumi.ComponentResource):
         plain = own_layer(settings)
         child = pulumi.ResourceOptions(parent=self)
         namespace = Namespace(f"{name}-namespace", namespace_args(settings), live, opts=child)
-        secrets_args = SecretsArgs(
-            namespace=settings.namespace,
-            registry_server=settings.registry_server,
-            registry_username=settings.registry_username,
-        )
         credentials = Secrets(
             f"{name}-secrets", secrets_args, secrets, live, depends_on=[namespace], opts=child
         )
@@ -153,10 +165,16 @@ class Recipe(pulumi.ComponentResource):
 
 
 def own_layer(settings: StackSettings) -> SharedLayer:
-    """The layer a self-contained stack creates for itself."""
-    pull_secret = names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
+    """The layer a self-contained stack creates for itself: its Secrets, or existing ones."""
+    pull_secret = settings.image_pull_secret_name or (
+        names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
+    )
     return SharedLayer(
-        settings.namespace, settings.model_cache_claim, registry_pull_secret=pull_secret
+        settings.namespace,
+        settings.model_cache_claim,
+        ngc_secret=settings.ngc_api_key_secret_name or names.NGC_SECRET,
+        registry_pull_secret=pull_secret,
+        ngc_secret_key=settings.ngc_api_key_secret_field,
     )
 
 
@@ -217,6 +235,12 @@ def monitoring_args(settings: StackSettings) -> MonitoringArgs:
         worker_replicas=settings.worker_replicas,
         ttft_seconds_alert=settings.monitoring_ttft_seconds_alert,
         dashboard=settings.monitoring_dashboard,
+    )
+
+
+def disruption_budget_args(settings: StackSettings) -> DisruptionBudgetArgs:
+    return DisruptionBudgetArgs(
+        graph=names.graph_name(settings.profile), max_unavailable=settings.worker_max_unavailable
     )
 
 

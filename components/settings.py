@@ -4,6 +4,9 @@ Each value is checked against the rule of the Kubernetes field it lands in (`com
 through `components.config_rules`), so config the program accepts is config the API server
 accepts; the checks across keys (`_CROSS_CHECKS`) run on every key that validated, even when others
 did not. `components.config_parser.parse_stack_config` builds it. No Pulumi import.
+
+Over 300 lines: every key's field and every check across keys in one module, so a reader finds
+what a key must be, and what it must agree with, in one place.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from components import names
 from components.config_rules import (
     Command,
     ContextName,
@@ -23,15 +27,18 @@ from components.config_rules import (
     ExtraEnv,
     GpuCount,
     Image,
+    MaxUnavailable,
     MonitoringLabels,
     NimProfile,
     NodeSelector,
+    OptionalSecretName,
     OwnNamespace,
     Path,
     Quantity,
     RegistryServer,
     RegistryUsername,
     RuntimeVersion,
+    SecretKey,
     StackReference,
     StorageClass,
     Tolerations,
@@ -118,6 +125,13 @@ class StackSettings(BaseModel):
     monitoring_ttft_seconds_alert: Annotated[int, Field(ge=1, le=MAX_TTFT_ALERT_SECONDS)]
     monitoring_dashboard: bool
 
+    # Issue 32: the workers' disruption budget (components/disruption_budget.py), and Secrets the
+    # cluster's own store keeps, used instead of created (components/secrets.py).
+    worker_max_unavailable: MaxUnavailable
+    ngc_api_key_secret_name: OptionalSecretName
+    ngc_api_key_secret_field: SecretKey
+    image_pull_secret_name: OptionalSecretName
+
     @property
     def routing(self) -> Routing:
         return routing_for(self.profile, self.session_affinity_ttl_seconds)
@@ -138,6 +152,17 @@ class StackSettings(BaseModel):
     @property
     def uses_registry_mirror(self) -> bool:
         return bool(self.registry_server)
+
+    @property
+    def creates_ngc_secret(self) -> bool:
+        """The NGC key comes from `ngcApiKey`, into the Secret this stack creates; otherwise
+        from the existing Secret `ngcApiKeySecretName`, never created, changed or deleted here."""
+        return self.manages_secrets and not self.ngc_api_key_secret_name
+
+    @property
+    def has_pull_secret(self) -> bool:
+        """The pods name a pull secret: the mirror's, created here, or an existing one."""
+        return self.uses_registry_mirror or bool(self.image_pull_secret_name)
 
 
 def qualified_stack_name(name: str, organization: str, project: str) -> str:
@@ -199,6 +224,9 @@ LAYER_KEYS = (
     "modelDownloadCommand",
     "modelDownloadGpus",
     "modelDownloadTimeoutSeconds",
+    "ngcApiKeySecretName",
+    "ngcApiKeySecretField",
+    "imagePullSecretName",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
 `sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
@@ -223,6 +251,51 @@ def _monitoring_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+# --- issue 32: disruption budget and existing Secrets ---------------------------------------------
+
+
+def _budget_against_replicas(s: StackSettings) -> str | None:
+    """A budget of 0 (or 0%) lets no worker be evicted: every node drain waits on it forever,
+    so it is refused, not warned about. One over the replica count is a typo."""
+    budget = s.worker_max_unavailable
+    key = config_key("workerMaxUnavailable")
+    if budget and int(budget.rstrip("%")) == 0:  # the field rule let only N or N% through
+        return (
+            f"{key} is {budget!r}: a budget that lets no worker go blocks every node drain (and "
+            "cluster upgrade) forever; set 1 (one worker at a time), or '' for no budget"
+        )
+    if budget.isdigit() and int(budget) > s.worker_replicas:
+        return (
+            f"{key} is {budget}, more than {config_key('workerReplicas')} "
+            f"({s.worker_replicas}): set at most {s.worker_replicas}"
+        )
+    return None
+
+
+def _existing_secrets(s: StackSettings) -> str | None:
+    if s.image_pull_secret_name and (s.registry_server or s.registry_username):
+        return (
+            f"{config_key('imagePullSecretName')} is set together with {config_key('registryServer')}"
+            f"/{config_key('registryUsername')}: use the existing pull secret, or let this stack "
+            "create one from the registry keys, not both"
+        )
+    if s.ngc_api_key_secret_name and s.uses_registry_mirror:
+        return (
+            f"{config_key('ngcApiKeySecretName')} is set with {config_key('registryServer')}: with "
+            "the NGC key in an existing Secret, the mirror's credentials come from one too "
+            f"(`pulumi config set {config_key('imagePullSecretName')} <secret>`): the workers' "
+            "credentials digest is keyed with the NGC key, which this program then never reads"
+        )
+    default_key = names.NGC_SECRET_KEY
+    if s.ngc_api_key_secret_field != default_key and not s.ngc_api_key_secret_name:
+        return (
+            f"{config_key('ngcApiKeySecretField')} is set without {config_key('ngcApiKeySecretName')}, "
+            f"where it changes nothing (the created Secret's key is {default_key}): set the "
+            f"Secret's name too, or `pulumi config rm {config_key('ngcApiKeySecretField')}`"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -231,6 +304,19 @@ _CROSS_CHECKS = (
     CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
     CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
     CrossCheck(frozenset({"monitoring", "deploy_graph"}), _monitoring_without_graph),
+    CrossCheck(frozenset({"worker_max_unavailable", "worker_replicas"}), _budget_against_replicas),
+    CrossCheck(
+        frozenset(
+            {
+                "image_pull_secret_name",
+                "registry_server",
+                "registry_username",
+                "ngc_api_key_secret_name",
+                "ngc_api_key_secret_field",
+            }
+        ),
+        _existing_secrets,
+    ),
 )
 
 

@@ -131,6 +131,9 @@ LAYER_VALUES = {
     "modelDownloadCommand": ["/bin/true"],
     "modelDownloadGpus": 0,
     "modelDownloadTimeoutSeconds": 60,
+    "ngcApiKeySecretName": "synced-ngc-key",
+    "ngcApiKeySecretField": "token",
+    "imagePullSecretName": "synced-pull-secret",
 }
 
 
