@@ -185,6 +185,7 @@ def _secret_problems(
         "registry_server",
         "ngc_api_key_secret_name",
         "image_pull_secret_name",
+        "ngc_api_key_needed",
     }:
         return problems  # whether this stack needs its secrets is not known yet
     problems += _existing_secret_problems(settings, present)
@@ -216,13 +217,19 @@ def _existing_secret_problems(settings: StackSettings, present: dict[str, bool])
         ("ngcApiKey", "ngcApiKeySecretName", settings.ngc_api_key_secret_name),
         ("registryPassword", "imagePullSecretName", settings.image_pull_secret_name),
     )
-    return [
+    problems = [
         f"  {config_key(secret)} is set, and {config_key(existing)}={name} names the existing "
         f"Secret the pods read instead: `pulumi config rm {config_key(secret)}`, or unset "
         f"{config_key(existing)} to have this stack create the Secret from it"
         for secret, existing, name in pairs
         if name and present[secret] and settings.manages_secrets
     ]
+    if not settings.ngc_api_key_needed and present["ngcApiKey"] and settings.manages_secrets:
+        problems.append(
+            f"  {config_key('ngcApiKey')} is set, and {config_key('ngcApiKeyNeeded')} is false: "
+            f"`pulumi config rm {config_key('ngcApiKey')}`, or set ngcApiKeyNeeded true"
+        )
+    return problems
 
 
 def _text(value: Any) -> str:
@@ -290,7 +297,10 @@ def _unknown_lines(unknown: list[str]) -> list[str]:
     lines = []
     for key in unknown:
         hint = REMOVED_KEYS.get(key) or _did_you_mean(key, "see docs/configuration.md")
-        lines.append(f"  {_key_shown(config_key(key))}: {hint} ({_removal(key)})")
+        # "<key> is unknown:", not "<key>:": the refusal is masked as a whole, and the masker
+        # reads `SECRET_NAME: text` as a credential (an all-caps typo of imagePullSecretName is
+        # one), which would hide the hint.
+        lines.append(f"  {_key_shown(config_key(key))} is unknown: {hint} ({_removal(key)})")
     return lines
 
 
@@ -308,7 +318,7 @@ def _mistyped_namespace_lines(raw: Mapping[str, Any]) -> list[str]:
             continue
         hint = _did_you_mean(name, f"this project's is {PROJECT}")
         lines.append(
-            f"  {_key_shown(key)}: not this project's namespace, so it would be ignored; {hint} "
+            f"  {_key_shown(key)} is not in this project's namespace, so it would be ignored; {hint} "
             f"({_removal(key)})"
         )
     return lines

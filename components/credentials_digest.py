@@ -30,9 +30,10 @@ def credentials_digest(ngc_api_key: str, docker_config_json: str | None) -> str:
 
 def existing_credentials_digest(ngc_secret: str, pull_secret: str | None) -> str:
     """The digest when the NGC key is in a Secret this program does not create
-    (`ngcApiKeySecretName`): of each existing Secret's identity (`secret_identity`), since the program
-    never reads their values. No HMAC: an identity is no secret, and the settings refuse a mirror
-    password from stack config beside an existing NGC Secret, so nothing secret goes in."""
+    (`ngcApiKeySecretName`), or there is none (`ngcApiKeyNeeded` false, `ngc_secret` empty): of
+    each existing Secret's identity (`secret_identity`), since the program never reads their
+    values. No HMAC: an identity is no secret, and the settings refuse a mirror password from
+    stack config without an NGC key from it, so nothing secret goes in."""
     data = json.dumps({"ngc": ngc_secret, "registry": pull_secret or ""}, sort_keys=True)
     return hashlib.sha256(data.encode()).hexdigest()[:DIGEST_CHARACTERS]
 

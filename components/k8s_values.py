@@ -262,8 +262,6 @@ def _has_whitespace_or_control(value: str) -> bool:
     return any(character.isspace() or not character.isprintable() for character in value)
 
 
-# --- issue 32: disruption budget and existing Secrets ---------------------------------------------
-
 # validation.go: percentFmt (IsValidPercent), what an IntOrString given as text must be.
 _PERCENT_FMT = r"[0-9]+%"
 # validation.go: configMapKeyFmt, the format of a Secret's and a ConfigMap's keys (IsConfigMapKey).

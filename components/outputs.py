@@ -64,9 +64,10 @@ LAYER_OUTPUT_KEYS = (
     CREDENTIALS_DIGEST_KEY,
 )
 OPTIONAL_LAYER_KEYS = frozenset(
-    {"registryPullSecret", CREDENTIALS_DIGEST_KEY, NGC_SECRET_FIELD_KEY}
+    {"ngcSecret", "registryPullSecret", CREDENTIALS_DIGEST_KEY, NGC_SECRET_FIELD_KEY}
 )
-"""None when there is no pull secret; the engine then stores no such key at all. A layer deployed
+"""None when there is no NGC key (`ngcApiKeyNeeded` false) or no pull secret; the engine then
+stores no such key at all. A layer deployed
 by an earlier version of this program has no credentialsDigest (`ordering_problems` says so), nor
 ngcSecretField (its Secret's key is then NGC_API_KEY, the only one it knew)."""
 
@@ -78,7 +79,7 @@ def layer_outputs(layer: SharedLayer) -> dict[str, object]:
         "namespace": layer.namespace,
         "modelCacheClaim": layer.model_cache_claim,
         "ngcSecret": layer.ngc_secret,
-        NGC_SECRET_FIELD_KEY: layer.ngc_secret_key,
+        NGC_SECRET_FIELD_KEY: layer.ngc_secret_key if layer.ngc_secret else None,
         "registryPullSecret": layer.registry_pull_secret,
     }
 
@@ -127,7 +128,7 @@ def shared_layer_from_outputs(
     layer = SharedLayer(
         namespace=str(outputs["namespace"]),
         model_cache_claim=str(outputs["modelCacheClaim"]),
-        ngc_secret=str(outputs["ngcSecret"]),
+        ngc_secret=outputs.get("ngcSecret"),
         registry_pull_secret=outputs.get("registryPullSecret"),
         ngc_secret_key=str(outputs.get(NGC_SECRET_FIELD_KEY) or names.NGC_SECRET_KEY),
         credentials_digest=str(outputs.get(CREDENTIALS_DIGEST_KEY) or ""),

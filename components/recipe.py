@@ -172,7 +172,9 @@ def own_layer(settings: StackSettings) -> SharedLayer:
     return SharedLayer(
         settings.namespace,
         settings.model_cache_claim,
-        ngc_secret=settings.ngc_api_key_secret_name or names.NGC_SECRET,
+        ngc_secret=(settings.ngc_api_key_secret_name or names.NGC_SECRET)
+        if settings.ngc_api_key_needed
+        else None,
         registry_pull_secret=pull_secret,
         ngc_secret_key=settings.ngc_api_key_secret_field,
     )

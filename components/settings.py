@@ -131,6 +131,7 @@ class StackSettings(BaseModel):
     ngc_api_key_secret_name: OptionalSecretName
     ngc_api_key_secret_field: SecretKey
     image_pull_secret_name: OptionalSecretName
+    ngc_api_key_needed: bool
 
     @property
     def routing(self) -> Routing:
@@ -157,7 +158,7 @@ class StackSettings(BaseModel):
     def creates_ngc_secret(self) -> bool:
         """The NGC key comes from `ngcApiKey`, into the Secret this stack creates; otherwise
         from the existing Secret `ngcApiKeySecretName`, never created, changed or deleted here."""
-        return self.manages_secrets and not self.ngc_api_key_secret_name
+        return self.manages_secrets and self.ngc_api_key_needed and not self.ngc_api_key_secret_name
 
     @property
     def has_pull_secret(self) -> bool:
@@ -227,6 +228,7 @@ LAYER_KEYS = (
     "ngcApiKeySecretName",
     "ngcApiKeySecretField",
     "imagePullSecretName",
+    "ngcApiKeyNeeded",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
 `sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
@@ -279,12 +281,18 @@ def _existing_secrets(s: StackSettings) -> str | None:
             f"/{config_key('registryUsername')}: use the existing pull secret, or let this stack "
             "create one from the registry keys, not both"
         )
-    if s.ngc_api_key_secret_name and s.uses_registry_mirror:
+    if s.uses_registry_mirror and not s.creates_ngc_secret and not s.uses_shared_layer:
+        where = (
+            f"{config_key('ngcApiKeySecretName')} is set"
+            if s.ngc_api_key_needed
+            else f"{config_key('ngcApiKeyNeeded')} is false"
+        )
         return (
-            f"{config_key('ngcApiKeySecretName')} is set with {config_key('registryServer')}: with "
-            "the NGC key in an existing Secret, the mirror's credentials come from one too "
-            f"(`pulumi config set {config_key('imagePullSecretName')} <secret>`): the workers' "
-            "credentials digest is keyed with the NGC key, which this program then never reads"
+            f"{where} with {config_key('registryServer')}: the mirror's credentials then come "
+            f"from an existing pull secret too (`pulumi config set "
+            f"{config_key('imagePullSecretName')} <secret>`): the workers' credentials digest "
+            "is keyed with the NGC key from ngcApiKey, without which a weak registry password "
+            "could be guessed from it"
         )
     default_key = names.NGC_SECRET_KEY
     if s.ngc_api_key_secret_field != default_key and not s.ngc_api_key_secret_name:
@@ -292,6 +300,25 @@ def _existing_secrets(s: StackSettings) -> str | None:
             f"{config_key('ngcApiKeySecretField')} is set without {config_key('ngcApiKeySecretName')}, "
             f"where it changes nothing (the created Secret's key is {default_key}): set the "
             f"Secret's name too, or `pulumi config rm {config_key('ngcApiKeySecretField')}`"
+        )
+    return None
+
+
+def _without_ngc_key(s: StackSettings) -> str | None:
+    """No NGC key only where nothing downloads: a cache that exists, filled, and no download."""
+    if s.ngc_api_key_needed:
+        return None
+    key = config_key("ngcApiKeyNeeded")
+    if s.ngc_api_key_secret_name:
+        return (
+            f"{key} is false and {config_key('ngcApiKeySecretName')} names a Secret for it: "
+            "unset one of them"
+        )
+    if s.model_download or s.model_cache_mode != "existing":
+        return (
+            f"{key} is false, but something downloads the model with the key: set "
+            f"{config_key('modelDownload')}=false and {config_key('modelCacheMode')}=existing "
+            "for a cache that is filled already (the workers download into an empty one)"
         )
     return None
 
@@ -313,9 +340,17 @@ _CROSS_CHECKS = (
                 "registry_username",
                 "ngc_api_key_secret_name",
                 "ngc_api_key_secret_field",
+                "ngc_api_key_needed",
+                "shared_stack",
             }
         ),
         _existing_secrets,
+    ),
+    CrossCheck(
+        frozenset(
+            {"ngc_api_key_needed", "ngc_api_key_secret_name", "model_download", "model_cache_mode"}
+        ),
+        _without_ngc_key,
     ),
 )
 
