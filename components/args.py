@@ -26,10 +26,10 @@ class SecretsArgs(_Args):
     registry_server: str
     registry_username: str
     existing_ngc_secret: str = ""
-    """The identity of the existing Secret that holds the NGC key (`ngcApiKeySecretName`,
+    """The identity of the existing Secret that holds the NGC key (`ngcApiKeyFrom`,
     `components.credentials_digest.secret_identity`); empty: this stack creates ngc-api-secret."""
     existing_pull_secret: str = ""
-    """The identity of the existing pull secret (`imagePullSecretName`); empty: none, or the mirror's."""
+    """The identity of the existing pull secret (`imagePullFrom`); empty: none, or the mirror's."""
 
 
 class ModelCacheArgs(_Args):

@@ -183,8 +183,8 @@ def _secret_problems(
     if unvalidated & {
         "shared_stack",
         "registry_server",
-        "ngc_api_key_secret_name",
-        "image_pull_secret_name",
+        "ngc_api_key_from",
+        "image_pull_from",
         "ngc_api_key_needed",
     }:
         return problems  # whether this stack needs its secrets is not known yet
@@ -214,8 +214,8 @@ def _existing_secret_problems(settings: StackSettings, present: dict[str, bool])
     """A secret set beside the existing Secret that replaces it: which one counts is ambiguous,
     and the value would sit in the stack file unused."""
     pairs = (
-        ("ngcApiKey", "ngcApiKeySecretName", settings.ngc_api_key_secret_name),
-        ("registryPassword", "imagePullSecretName", settings.image_pull_secret_name),
+        ("ngcApiKey", "ngcApiKeyFrom", settings.ngc_api_key_from),
+        ("registryPassword", "imagePullFrom", settings.image_pull_from),
     )
     problems = [
         f"  {config_key(secret)} is set, and {config_key(existing)}={name} names the existing "
@@ -298,7 +298,7 @@ def _unknown_lines(unknown: list[str]) -> list[str]:
     for key in unknown:
         hint = REMOVED_KEYS.get(key) or _did_you_mean(key, "see docs/configuration.md")
         # "<key> is unknown:", not "<key>:": the refusal is masked as a whole, and the masker
-        # reads `SECRET_NAME: text` as a credential (an all-caps typo of imagePullSecretName is
+        # reads `SECRET_NAME: text` as a credential (an all-caps typo of imagePullFrom is
         # one), which would hide the hint.
         lines.append(f"  {_key_shown(config_key(key))} is unknown: {hint} ({_removal(key)})")
     return lines

@@ -6,7 +6,7 @@ which the operator rolls out. It is an HMAC keyed with the NGC key itself, so ne
 a weak registry password can be found from it by trying candidates; the shared stack exports it in
 plain text (`credentialsDigest`) for the profile stacks.
 
-A Secret that exists already (`ngcApiKeySecretName`, `imagePullSecretName`) goes in by its identity, not
+A Secret that exists already (`ngcApiKeyFrom`, `imagePullFrom`) goes in by its identity, not
 its value: its uid and resourceVersion, read as metadata at every preview and `up`, change
 whenever anyone writes it, so a rotation by the cluster's secret store restarts the workers at the
 next `pulumi up`.
@@ -30,7 +30,7 @@ def credentials_digest(ngc_api_key: str, docker_config_json: str | None) -> str:
 
 def existing_credentials_digest(ngc_secret: str, pull_secret: str | None) -> str:
     """The digest when the NGC key is in a Secret this program does not create
-    (`ngcApiKeySecretName`), or there is none (`ngcApiKeyNeeded` false, `ngc_secret` empty): of
+    (`ngcApiKeyFrom`), or there is none (`ngcApiKeyNeeded` false, `ngc_secret` empty): of
     each existing Secret's identity (`secret_identity`), since the program never reads their
     values. No HMAC: an identity is no secret, and the settings refuse a mirror password from
     stack config without an NGC key from it, so nothing secret goes in."""

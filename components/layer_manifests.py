@@ -28,7 +28,7 @@ class SharedLayer:
     """None: no NGC key at all (`ngcApiKeyNeeded` false), so no NGC_API_KEY in any pod."""
     registry_pull_secret: str | None = None
     ngc_secret_key: str = names.NGC_SECRET_KEY
-    """The key of `ngc_secret` that holds the NGC key (another with `ngcApiKeySecretField`)."""
+    """The key of `ngc_secret` that holds the NGC key (another with `ngcApiKeyFromField`)."""
     credentials_digest: str = ""
     """Of the credentials in those Secrets (components/credentials_digest.py); marks the workers."""
 

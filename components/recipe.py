@@ -166,17 +166,17 @@ class Recipe(pulumi.ComponentResource):
 
 def own_layer(settings: StackSettings) -> SharedLayer:
     """The layer a self-contained stack creates for itself: its Secrets, or existing ones."""
-    pull_secret = settings.image_pull_secret_name or (
+    pull_secret = settings.image_pull_from or (
         names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
     )
     return SharedLayer(
         settings.namespace,
         settings.model_cache_claim,
-        ngc_secret=(settings.ngc_api_key_secret_name or names.NGC_SECRET)
+        ngc_secret=(settings.ngc_api_key_from or names.NGC_SECRET)
         if settings.ngc_api_key_needed
         else None,
         registry_pull_secret=pull_secret,
-        ngc_secret_key=settings.ngc_api_key_secret_field,
+        ngc_secret_key=settings.ngc_api_key_from_field,
     )
 
 

@@ -1,5 +1,5 @@
 """Secrets component: the NGC API key and, for a private mirror, the registry pull secret; or
-the Secrets the cluster's own store keeps (`ngcApiKeySecretName`, `imagePullSecretName`), which this
+the Secrets the cluster's own store keeps (`ngcApiKeyFrom`, `imagePullFrom`), which this
 program reads by their metadata only and never creates, changes or deletes."""
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from components.settings import StackSettings, config_key
 @dataclass(frozen=True)
 class SecretValues:
     """Secret Outputs from `pulumi config --secret`; kept apart from the plain settings. No NGC
-    key when it comes from an existing Secret (`ngcApiKeySecretName`)."""
+    key when it comes from an existing Secret (`ngcApiKeyFrom`)."""
 
     ngc_api_key: pulumi.Output[str] | None
     registry_password: pulumi.Output[str] | None = None
@@ -132,8 +132,8 @@ def existing_secrets_args(live: Live, settings: StackSettings) -> SecretsArgs:
     ngc, pull = (
         existing_secret_identity(live, settings.namespace, key, name) if name else ""
         for key, name in (
-            ("ngcApiKeySecretName", settings.ngc_api_key_secret_name),
-            ("imagePullSecretName", settings.image_pull_secret_name),
+            ("ngcApiKeyFrom", settings.ngc_api_key_from),
+            ("imagePullFrom", settings.image_pull_from),
         )
     )
     return SecretsArgs(

@@ -128,9 +128,9 @@ class StackSettings(BaseModel):
     # Issue 32: the workers' disruption budget (components/disruption_budget.py), and Secrets the
     # cluster's own store keeps, used instead of created (components/secrets.py).
     worker_max_unavailable: MaxUnavailable
-    ngc_api_key_secret_name: OptionalSecretName
-    ngc_api_key_secret_field: SecretKey
-    image_pull_secret_name: OptionalSecretName
+    ngc_api_key_from: OptionalSecretName
+    ngc_api_key_from_field: SecretKey
+    image_pull_from: OptionalSecretName
     ngc_api_key_needed: bool
 
     @property
@@ -157,13 +157,13 @@ class StackSettings(BaseModel):
     @property
     def creates_ngc_secret(self) -> bool:
         """The NGC key comes from `ngcApiKey`, into the Secret this stack creates; otherwise
-        from the existing Secret `ngcApiKeySecretName`, never created, changed or deleted here."""
-        return self.manages_secrets and self.ngc_api_key_needed and not self.ngc_api_key_secret_name
+        from the existing Secret `ngcApiKeyFrom`, never created, changed or deleted here."""
+        return self.manages_secrets and self.ngc_api_key_needed and not self.ngc_api_key_from
 
     @property
     def has_pull_secret(self) -> bool:
         """The pods name a pull secret: the mirror's, created here, or an existing one."""
-        return self.uses_registry_mirror or bool(self.image_pull_secret_name)
+        return self.uses_registry_mirror or bool(self.image_pull_from)
 
 
 def qualified_stack_name(name: str, organization: str, project: str) -> str:
@@ -225,9 +225,9 @@ LAYER_KEYS = (
     "modelDownloadCommand",
     "modelDownloadGpus",
     "modelDownloadTimeoutSeconds",
-    "ngcApiKeySecretName",
-    "ngcApiKeySecretField",
-    "imagePullSecretName",
+    "ngcApiKeyFrom",
+    "ngcApiKeyFromField",
+    "imagePullFrom",
     "ngcApiKeyNeeded",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
@@ -275,31 +275,31 @@ def _budget_against_replicas(s: StackSettings) -> str | None:
 
 
 def _existing_secrets(s: StackSettings) -> str | None:
-    if s.image_pull_secret_name and (s.registry_server or s.registry_username):
+    if s.image_pull_from and (s.registry_server or s.registry_username):
         return (
-            f"{config_key('imagePullSecretName')} is set together with {config_key('registryServer')}"
+            f"{config_key('imagePullFrom')} is set together with {config_key('registryServer')}"
             f"/{config_key('registryUsername')}: use the existing pull secret, or let this stack "
             "create one from the registry keys, not both"
         )
     if s.uses_registry_mirror and not s.creates_ngc_secret and not s.uses_shared_layer:
         where = (
-            f"{config_key('ngcApiKeySecretName')} is set"
+            f"{config_key('ngcApiKeyFrom')} is set"
             if s.ngc_api_key_needed
             else f"{config_key('ngcApiKeyNeeded')} is false"
         )
         return (
             f"{where} with {config_key('registryServer')}: the mirror's credentials then come "
             f"from an existing pull secret too (`pulumi config set "
-            f"{config_key('imagePullSecretName')} <secret>`): the workers' credentials digest "
+            f"{config_key('imagePullFrom')} <secret>`): the workers' credentials digest "
             "is keyed with the NGC key from ngcApiKey, without which a weak registry password "
             "could be guessed from it"
         )
     default_key = names.NGC_SECRET_KEY
-    if s.ngc_api_key_secret_field != default_key and not s.ngc_api_key_secret_name:
+    if s.ngc_api_key_from_field != default_key and not s.ngc_api_key_from:
         return (
-            f"{config_key('ngcApiKeySecretField')} is set without {config_key('ngcApiKeySecretName')}, "
+            f"{config_key('ngcApiKeyFromField')} is set without {config_key('ngcApiKeyFrom')}, "
             f"where it changes nothing (the created Secret's key is {default_key}): set the "
-            f"Secret's name too, or `pulumi config rm {config_key('ngcApiKeySecretField')}`"
+            f"Secret's name too, or `pulumi config rm {config_key('ngcApiKeyFromField')}`"
         )
     return None
 
@@ -309,9 +309,9 @@ def _without_ngc_key(s: StackSettings) -> str | None:
     if s.ngc_api_key_needed:
         return None
     key = config_key("ngcApiKeyNeeded")
-    if s.ngc_api_key_secret_name:
+    if s.ngc_api_key_from:
         return (
-            f"{key} is false and {config_key('ngcApiKeySecretName')} names a Secret for it: "
+            f"{key} is false and {config_key('ngcApiKeyFrom')} names a Secret for it: "
             "unset one of them"
         )
     if s.model_download or s.model_cache_mode != "existing":
@@ -335,11 +335,11 @@ _CROSS_CHECKS = (
     CrossCheck(
         frozenset(
             {
-                "image_pull_secret_name",
+                "image_pull_from",
                 "registry_server",
                 "registry_username",
-                "ngc_api_key_secret_name",
-                "ngc_api_key_secret_field",
+                "ngc_api_key_from",
+                "ngc_api_key_from_field",
                 "ngc_api_key_needed",
                 "shared_stack",
             }
@@ -347,9 +347,7 @@ _CROSS_CHECKS = (
         _existing_secrets,
     ),
     CrossCheck(
-        frozenset(
-            {"ngc_api_key_needed", "ngc_api_key_secret_name", "model_download", "model_cache_mode"}
-        ),
+        frozenset({"ngc_api_key_needed", "ngc_api_key_from", "model_download", "model_cache_mode"}),
         _without_ngc_key,
     ),
 )

@@ -25,7 +25,7 @@ DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 JOB = "kubernetes:batch/v1:Job"
 NGC = "synced-ngc"
 PULL = "synced-pull"
-EXISTING_NGC = {"ngcApiKeySecretName": NGC, "ngcApiKeySecretField": "token"}
+EXISTING_NGC = {"ngcApiKeyFrom": NGC, "ngcApiKeyFromField": "token"}
 DIGEST = "cosmos3-nano-reasoner/credentials-digest"
 
 
@@ -81,7 +81,7 @@ def test_an_existing_ngc_secret_is_read_by_the_pods_and_never_created(run_stack:
 def test_an_existing_pull_secret_is_named_by_every_pod_and_never_created(
     run_stack: RunStack,
 ) -> None:
-    run = run_stack("dev", {"imagePullSecretName": PULL}, cluster=cluster())
+    run = run_stack("dev", {"imagePullFrom": PULL}, cluster=cluster())
     assert [s.inputs["metadata"]["name"] for s in run.of_type(SECRET)] == ["ngc-api-secret"]
     for spec in pod_specs(run):
         assert spec["imagePullSecrets"] == [{"name": PULL}]
@@ -109,8 +109,8 @@ def test_a_layer_from_before_the_field_output_reads_ngc_api_key(run_stack: RunSt
 @pytest.mark.parametrize(
     ("overrides", "key", "name"),
     [
-        (EXISTING_NGC, "ngcApiKeySecretName", NGC),
-        ({"imagePullSecretName": PULL}, "imagePullSecretName", PULL),
+        (EXISTING_NGC, "ngcApiKeyFrom", NGC),
+        ({"imagePullFrom": PULL}, "imagePullFrom", PULL),
     ],
 )
 def test_a_missing_existing_secret_is_refused_at_preview_naming_it(
@@ -124,7 +124,7 @@ def test_a_missing_existing_secret_is_refused_at_preview_naming_it(
         return runs[-1]
 
     monkeypatch.setattr(offline, "ProgramRun", recording)
-    secrets = {} if key == "ngcApiKeySecretName" else {"ngcApiKey": NGC_KEY}
+    secrets = {} if key == "ngcApiKeyFrom" else {"ngcApiKey": NGC_KEY}
     with pytest.raises(RunError) as caught:
         offline.run_program(
             "dev",
@@ -157,7 +157,7 @@ def test_up_that_cannot_read_the_existing_secret_stops(run_stack: RunStack) -> N
 
     with pytest.raises(
         RunError,
-        match=f"cannot read Secret cosmos3-dev/{NGC}, which {PROJECT}:ngcApiKeySecretName names",
+        match=f"cannot read Secret cosmos3-dev/{NGC}, which {PROJECT}:ngcApiKeyFrom names",
     ):
         run_stack("dev", EXISTING_NGC, secrets={}, cluster=Unreadable())
 
@@ -183,7 +183,7 @@ def test_a_rewritten_existing_pull_secret_changes_the_digest_keyed_with_the_ngc_
 ) -> None:
     def digest(pull_version: str) -> str:
         objects = {("Secret", PULL): secret(PULL, pull_version)}
-        run = run_stack("dev", {"imagePullSecretName": PULL}, cluster=MockCluster(objects))
+        run = run_stack("dev", {"imagePullFrom": PULL}, cluster=MockCluster(objects))
         return worker_digest(run)
 
     assert digest("1") != digest("2")
@@ -195,19 +195,19 @@ def test_a_rewritten_existing_pull_secret_changes_the_digest_keyed_with_the_ngc_
 
 def test_no_ngc_key_is_required_with_an_existing_secret() -> None:
     settings = parse(**EXISTING_NGC)
-    assert not settings.creates_ngc_secret and settings.ngc_api_key_secret_field == "token"
+    assert not settings.creates_ngc_secret and settings.ngc_api_key_from_field == "token"
 
 
 def test_an_ngc_key_beside_an_existing_secret_is_refused() -> None:
     message = refused(secrets={"ngcApiKey": NGC_KEY}, **EXISTING_NGC)
-    assert f"{PROJECT}:ngcApiKey is set, and {PROJECT}:ngcApiKeySecretName={NGC}" in message
+    assert f"{PROJECT}:ngcApiKey is set, and {PROJECT}:ngcApiKeyFrom={NGC}" in message
     assert NGC_KEY not in message
 
 
 def test_a_registry_password_beside_an_existing_pull_secret_is_refused() -> None:
     secrets = {"ngcApiKey": NGC_KEY, "registryPassword": "hunter2"}
-    message = refused(secrets=secrets, imagePullSecretName=PULL)
-    assert f"{PROJECT}:registryPassword is set, and {PROJECT}:imagePullSecretName={PULL}" in message
+    message = refused(secrets=secrets, imagePullFrom=PULL)
+    assert f"{PROJECT}:registryPassword is set, and {PROJECT}:imagePullFrom={PULL}" in message
 
 
 @pytest.mark.parametrize(
@@ -215,29 +215,29 @@ def test_a_registry_password_beside_an_existing_pull_secret_is_refused() -> None
     [
         (
             {
-                "imagePullSecretName": PULL,
+                "imagePullFrom": PULL,
                 "registryServer": "mirror.example",
                 "registryUsername": "r",
             },
-            "imagePullSecretName is set together with",
+            "imagePullFrom is set together with",
         ),
         (
             EXISTING_NGC | {"registryServer": "mirror.example", "registryUsername": "r"},
             "the mirror's credentials then come from an existing pull secret too",
         ),
-        ({"ngcApiKeySecretField": "token"}, "ngcApiKeySecretField is set without"),
+        ({"ngcApiKeyFromField": "token"}, "ngcApiKeyFromField is set without"),
         (
-            {"ngcApiKeySecretName": "Not_A_Name"},
-            "ngcApiKeySecretName: must be a lowercase RFC 1123",
+            {"ngcApiKeyFrom": "Not_A_Name"},
+            "ngcApiKeyFrom: must be a lowercase RFC 1123",
         ),
-        ({"imagePullSecretName": "-x"}, "imagePullSecretName: must be a lowercase RFC 1123"),
+        ({"imagePullFrom": "-x"}, "imagePullFrom: must be a lowercase RFC 1123"),
         (
-            {"ngcApiKeySecretName": NGC, "ngcApiKeySecretField": "a/b"},
-            "ngcApiKeySecretField: must be a valid config key",
+            {"ngcApiKeyFrom": NGC, "ngcApiKeyFromField": "a/b"},
+            "ngcApiKeyFromField: must be a valid config key",
         ),
         (
-            {"ngcApiKeySecretName": NGC, "ngcApiKeySecretField": ".."},
-            "ngcApiKeySecretField: must not be '..'",
+            {"ngcApiKeyFrom": NGC, "ngcApiKeyFromField": ".."},
+            "ngcApiKeyFromField: must not be '..'",
         ),
     ],
 )
@@ -248,7 +248,7 @@ def test_existing_secret_config_that_cannot_work_is_refused(
     assert expected in refused(secrets=secrets, **overrides)
 
 
-@pytest.mark.parametrize("key", ["ngcApiKeySecretName", "imagePullSecretName"])
+@pytest.mark.parametrize("key", ["ngcApiKeyFrom", "imagePullFrom"])
 def test_a_profile_stack_leaves_the_existing_secrets_to_the_layer(key: str) -> None:
     message = refused(stack="round-robin", **{key: "synced"})
     assert f"{PROJECT}:{key} is set on a stack that reads its layer" in message
@@ -280,7 +280,7 @@ def test_a_profile_stack_on_a_keyless_layer_gives_its_workers_no_key(run_stack: 
     [
         ({"modelDownload": True}, {}, "something downloads the model with the key"),
         ({"modelCacheMode": "create"}, {}, "something downloads the model with the key"),
-        ({"ngcApiKeySecretName": NGC}, {}, "names a Secret for it: unset one of them"),
+        ({"ngcApiKeyFrom": NGC}, {}, "names a Secret for it: unset one of them"),
         ({}, {"ngcApiKey": NGC_KEY}, f"{PROJECT}:ngcApiKey is set, and {PROJECT}:ngcApiKeyNeeded"),
         (
             {"registryServer": "mirror.example", "registryUsername": "r"},

@@ -131,9 +131,9 @@ LAYER_VALUES = {
     "modelDownloadCommand": ["/bin/true"],
     "modelDownloadGpus": 0,
     "modelDownloadTimeoutSeconds": 60,
-    "ngcApiKeySecretName": "synced-ngc-key",
-    "ngcApiKeySecretField": "token",
-    "imagePullSecretName": "synced-pull-secret",
+    "ngcApiKeyFrom": "synced-ngc-key",
+    "ngcApiKeyFromField": "token",
+    "imagePullFrom": "synced-pull-secret",
     "ngcApiKeyNeeded": False,
 }
 
