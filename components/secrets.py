@@ -111,6 +111,11 @@ def existing_secret_identity(live: Live, namespace: str, key: str, name: str) ->
     found = live.attempt(lambda view: view.metadata(ref))
     if isinstance(found, Unknown):
         if pulumi.runtime.is_dry_run():
+            pulumi.log.warn(
+                f"cannot read {ref}, which {config_key(key)} names: this preview does not know "
+                "whether it exists, and the workers' credentials digest it shows is not the one "
+                "`pulumi up` writes"
+            )
             return ""
         raise pulumi.RunError(
             f"cannot read {ref}, which {config_key(key)} names: `pulumi up` reads its metadata "
