@@ -157,13 +157,9 @@ class StackSettings(BaseModel):
     @property
     def creates_ngc_secret(self) -> bool:
         """The NGC key comes from `ngcApiKey`, into the Secret this stack creates; otherwise
-        from the existing Secret `ngcApiKeyFrom`, never created, changed or deleted here."""
+        from the existing Secret `ngcApiKeyFrom` (never created, changed or deleted here), or
+        there is none (`ngcApiKeyNeeded` false)."""
         return self.manages_secrets and self.ngc_api_key_needed and not self.ngc_api_key_from
-
-    @property
-    def has_pull_secret(self) -> bool:
-        """The pods name a pull secret: the mirror's, created here, or an existing one."""
-        return self.uses_registry_mirror or bool(self.image_pull_from)
 
 
 def qualified_stack_name(name: str, organization: str, project: str) -> str:
