@@ -31,7 +31,9 @@ secrets: SecretValues | None = None
 if settings.manages_secrets:
     config = pulumi.Config(PROJECT)
     password = config.get_secret("registryPassword") if settings.uses_registry_mirror else None
-    secrets = SecretValues(config.require_secret("ngcApiKey"), password)
+    # No key from config when an existing Secret holds it (ngcApiKeyFrom).
+    ngc_api_key = config.require_secret("ngcApiKey") if settings.creates_ngc_secret else None
+    secrets = SecretValues(ngc_api_key, password)
 provider = kubernetes_provider("kubernetes", settings)
 # The live cluster, through the provider's kubeconfig and context, read only (components/live.py).
 live = cluster.Live(

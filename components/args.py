@@ -1,4 +1,4 @@
-"""What each component consumes: small, typed arguments, built from the settings in `recipe.py`.
+"""What each component consumes: small, typed arguments, built from the settings in `recipe_args.py`.
 
 A component (and the pure builder behind it) sees only its own arguments, never the whole
 `StackSettings`: what a Namespace or a Job depends on is readable from its signature, and a test
@@ -27,6 +27,11 @@ class SecretsArgs(_Args):
     namespace: str
     registry_server: str
     registry_username: str
+    existing_ngc_secret: str = ""
+    """The identity of the existing Secret that holds the NGC key (`ngcApiKeyFrom`,
+    `components.credentials_digest.secret_identity`); empty: this stack creates ngc-api-secret."""
+    existing_pull_secret: str = ""
+    """The identity of the existing pull secret (`imagePullFrom`); empty: none, or the mirror's."""
 
 
 class ModelCacheArgs(_Args):
@@ -129,3 +134,10 @@ class ExposureArgs(_Args):
     """Empty: the route's own namespace."""
     hashing: str
     """How requests are hashed on the session header in front of the frontends."""
+
+
+class DisruptionBudgetArgs(_Args):
+    graph: str
+    """The DynamoGraphDeployment's name: the budget selects its worker pods."""
+    max_unavailable: str
+    """A whole number or a percentage, as the `workerMaxUnavailable` key holds it."""

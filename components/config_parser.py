@@ -180,9 +180,16 @@ def _secret_problems(
         for key, is_set in sorted(present.items())
         if is_set and key not in marked
     ]
-    if unvalidated & {"shared_stack", "registry_server"}:
+    if unvalidated & {
+        "shared_stack",
+        "registry_server",
+        "ngc_api_key_from",
+        "image_pull_from",
+        "ngc_api_key_needed",
+    }:
         return problems  # whether this stack needs its secrets is not known yet
-    if settings.manages_secrets and not present["ngcApiKey"]:
+    problems += _existing_secret_problems(settings, present)
+    if settings.creates_ngc_secret and not present["ngcApiKey"]:
         problems.append(
             f"  {config_key('ngcApiKey')} is required to create the ngc-api-secret: "
             f'`pulumi config set --secret {config_key("ngcApiKey")} "$NGC_API_KEY"`'
@@ -199,6 +206,28 @@ def _secret_problems(
             f"  secrets {', '.join(set_here)} are set on a stack that reads them from "
             f"{config_key('sharedStack')}={settings.shared_stack}: set them on the shared stack "
             "and `pulumi config rm` them here"
+        )
+    return problems
+
+
+def _existing_secret_problems(settings: StackSettings, present: dict[str, bool]) -> list[str]:
+    """A secret set beside the existing Secret that replaces it: which one counts is ambiguous,
+    and the value would sit in the stack file unused."""
+    pairs = (
+        ("ngcApiKey", "ngcApiKeyFrom", settings.ngc_api_key_from),
+        ("registryPassword", "imagePullFrom", settings.image_pull_from),
+    )
+    problems = [
+        f"  {config_key(secret)} is set, and {config_key(existing)}={name} names the existing "
+        f"Secret the pods read instead: `pulumi config rm {config_key(secret)}`, or unset "
+        f"{config_key(existing)} to have this stack create the Secret from it"
+        for secret, existing, name in pairs
+        if name and present[secret] and settings.manages_secrets
+    ]
+    if not settings.ngc_api_key_needed and present["ngcApiKey"] and settings.manages_secrets:
+        problems.append(
+            f"  {config_key('ngcApiKey')} is set, and {config_key('ngcApiKeyNeeded')} is false: "
+            f"`pulumi config rm {config_key('ngcApiKey')}`, or set ngcApiKeyNeeded true"
         )
     return problems
 
@@ -268,7 +297,10 @@ def _unknown_lines(unknown: list[str]) -> list[str]:
     lines = []
     for key in unknown:
         hint = REMOVED_KEYS.get(key) or _did_you_mean(key, "see docs/configuration.md")
-        lines.append(f"  {_key_shown(config_key(key))}: {hint} ({_removal(key)})")
+        # "<key> is unknown:", not "<key>:": the refusal is masked as a whole, and the masker
+        # reads `SECRET_NAME: text` as a credential (an all-caps typo of imagePullFrom is
+        # one), which would hide the hint.
+        lines.append(f"  {_key_shown(config_key(key))} is unknown: {hint} ({_removal(key)})")
     return lines
 
 
@@ -286,7 +318,7 @@ def _mistyped_namespace_lines(raw: Mapping[str, Any]) -> list[str]:
             continue
         hint = _did_you_mean(name, f"this project's is {PROJECT}")
         lines.append(
-            f"  {_key_shown(key)}: not this project's namespace, so it would be ignored; {hint} "
+            f"  {_key_shown(key)} is not in this project's namespace, so it would be ignored; {hint} "
             f"({_removal(key)})"
         )
     return lines

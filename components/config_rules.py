@@ -5,6 +5,9 @@ Each rule is a pydantic annotated type that `components.settings.StackSettings` 
 fields. A rule's message never shows the value: `components.config_parser` decides what a refusal
 may show (`components.settings.QUIET_KEYS`), so a secret pasted into workerExtraEnv never reaches a
 log.
+
+Over 300 lines: one rule per kind of value the stack config holds, beside the others so that two
+keys of one kind share one rule; the Kubernetes formats themselves are `components.k8s_values`.
 """
 
 from __future__ import annotations
@@ -298,3 +301,22 @@ ServiceAnnotations = Annotated[
     BeforeValidator(_json_list),
     _unique("annotation key"),
 ]
+# --- issue 32: disruption budget and existing Secrets ---------------------------------------------
+
+
+def _max_unavailable(value: str) -> list[str]:
+    # Empty: no budget. A value that lets no worker go is the cross-check's (it needs replicas).
+    return k8s.int_or_percent_problems(value) if value else []
+
+
+def _optional_secret_name(value: str) -> list[str]:
+    # core/validation ValidateSecretName: a DNS subdomain. Empty: the program creates its own.
+    return k8s.is_dns1123_subdomain(value) if value else []
+
+
+MaxUnavailable = Annotated[str, BeforeValidator(str), _rule(_max_unavailable)]
+"""A PodDisruptionBudget's maxUnavailable as text (`1`, `25%`), or empty for none. `str` first:
+a stack file's `workerMaxUnavailable: 2` reaches the program as the text "2" from the CLI, but as
+an int from the tests and the render."""
+OptionalSecretName = Annotated[str, _rule(_optional_secret_name)]
+SecretKey = Annotated[str, _rule(k8s.is_config_map_key)]

@@ -172,7 +172,7 @@ class StackOutputs(BaseModel):
                     f"stack outputs in {name} are {kind}, not a JSON object: pass what "
                     "`pulumi stack output --json` prints"
                 )
-            if "graphName" not in data and "ngcSecret" in data:
+            if "graphName" not in data and "modelCacheReady" in data:
                 raise OutputsError(
                     f"stack outputs in {name} are a shared layer's (a stack with deployGraph "
                     "false): it deploys no graph to test; pass the outputs of a stack that does "

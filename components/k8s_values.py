@@ -324,3 +324,40 @@ def _is_ip_address(value: str) -> bool:
     except ValueError:
         return False
     return True
+
+
+# validation.go: percentFmt (IsValidPercent), what an IntOrString given as text must be.
+_PERCENT_FMT = r"[0-9]+%"
+# validation.go: configMapKeyFmt, the format of a Secret's and a ConfigMap's keys (IsConfigMapKey).
+_CONFIG_MAP_KEY_FMT = r"[-._a-zA-Z0-9]+"
+
+
+def int_or_percent_problems(value: str) -> list[str]:
+    """A PodDisruptionBudget's `maxUnavailable` written as text: a whole number (sent as an int)
+    or a percentage. policy/validation ValidatePodDisruptionBudgetSpec checks it with
+    ValidatePositiveIntOrPercent (an int >= 0, or IsValidPercent) and IsNotMoreThan100Percent;
+    the int is an int32."""
+    if value.isascii() and value.isdigit():
+        return [] if int(value) <= INT32_MAX else [f"must be at most {INT32_MAX} (int32)"]
+    if not _fullmatch(_PERCENT_FMT, value):
+        return ["must be a whole number (e.g. 1) or a percentage (e.g. 25%)"]
+    if int(value[:-1]) > 100:
+        return ["must not be greater than 100%"]
+    return []
+
+
+def is_config_map_key(value: str) -> list[str]:
+    """A key inside a Secret (secretKeyRef.key): core/validation validateSecretKeySelector checks
+    it with IsConfigMapKey: at most 253 of [-._a-zA-Z0-9], not `.`, `..` or `..`-prefixed."""
+    problems = _length_and_format(
+        value,
+        DNS1123_SUBDOMAIN_MAX_LENGTH,
+        _CONFIG_MAP_KEY_FMT,
+        "a valid config key",
+        "NGC_API_KEY",
+    )
+    if value in (".", ".."):
+        problems.append(f"must not be '{value}'")
+    elif value.startswith(".."):
+        problems.append("must not start with '..'")
+    return problems

@@ -3,6 +3,9 @@
 Each component's small args model (`components.args`) in, plain Kubernetes objects (dicts) out;
 no Pulumi here. Secret values are parameters:
 the Pulumi components pass secret Outputs (the offline render masks them in what it writes).
+
+Over 300 lines: the four objects of the shared layer and what they share (labels, the object
+head, the Secrets' names and the download pod's placement), each builder short.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ class SharedLayer:
 
     namespace: str
     model_cache_claim: str
-    ngc_secret: str = names.NGC_SECRET
+    ngc_secret: str | None = names.NGC_SECRET
+    """None: no NGC key at all (`ngcApiKeyNeeded` false), so no NGC_API_KEY in any pod."""
     registry_pull_secret: str | None = None
+    ngc_secret_key: str = names.NGC_SECRET_KEY
+    """The key of `ngc_secret` that holds the NGC key (another with `ngcApiKeyFromField`)."""
     credentials_digest: str = ""
     """Of the credentials in those Secrets (components/credentials_digest.py); marks the workers."""
 
@@ -122,11 +128,15 @@ def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
         {"name": "NIM_PRECISION", "value": "fp8"},
         *pinned,
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
-        {
-            "name": "NGC_API_KEY",
-            "valueFrom": {"secretKeyRef": {"name": layer.ngc_secret, "key": names.NGC_SECRET_KEY}},
-        },
+        *_ngc_api_key_env(layer),
     ]
+
+
+def _ngc_api_key_env(layer: SharedLayer) -> list[Manifest]:
+    if layer.ngc_secret is None:
+        return []
+    ref = {"name": layer.ngc_secret, "key": layer.ngc_secret_key}
+    return [{"name": "NGC_API_KEY", "valueFrom": {"secretKeyRef": ref}}]
 
 
 def with_extra_env(env: list[Manifest], extra: tuple[str, ...]) -> list[Manifest]:

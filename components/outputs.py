@@ -70,18 +70,26 @@ def external_url(mode: str, host: str, tls_secret: str) -> str | None:
 CACHE_READY_KEY = "modelCacheReady"
 WORKER_IMAGE_KEY = "workerImage"
 CREDENTIALS_DIGEST_KEY = "credentialsDigest"
+NGC_SECRET_FIELD_KEY = "ngcSecretField"
+"""The key inside ngcSecret that holds the NGC key: named `Field`, since a name ending in `Key`
+is a credential's to the masker (`common.credential_names`), which would hide its value."""
 LAYER_OUTPUT_KEYS = (
     "namespace",
     "modelCacheClaim",
     "ngcSecret",
+    NGC_SECRET_FIELD_KEY,
     "registryPullSecret",
     WORKER_IMAGE_KEY,
     CACHE_READY_KEY,
     CREDENTIALS_DIGEST_KEY,
 )
-OPTIONAL_LAYER_KEYS = frozenset({"registryPullSecret", CREDENTIALS_DIGEST_KEY})
-"""None when there is no mirror; the engine then stores no such key at all. A layer deployed by
-an earlier version of this program has no credentialsDigest: `ordering_problems` says so."""
+OPTIONAL_LAYER_KEYS = frozenset(
+    {"ngcSecret", "registryPullSecret", CREDENTIALS_DIGEST_KEY, NGC_SECRET_FIELD_KEY}
+)
+"""None when there is no NGC key (`ngcApiKeyNeeded` false) or no pull secret; the engine then
+stores no such key at all. A layer deployed
+by an earlier version of this program has no credentialsDigest (`ordering_problems` says so), nor
+ngcSecretField (its Secret's key is then NGC_API_KEY, the only one it knew)."""
 
 
 def layer_outputs(layer: SharedLayer) -> dict[str, object]:
@@ -91,6 +99,7 @@ def layer_outputs(layer: SharedLayer) -> dict[str, object]:
         "namespace": layer.namespace,
         "modelCacheClaim": layer.model_cache_claim,
         "ngcSecret": layer.ngc_secret,
+        NGC_SECRET_FIELD_KEY: layer.ngc_secret_key if layer.ngc_secret else None,
         "registryPullSecret": layer.registry_pull_secret,
     }
 
@@ -139,8 +148,9 @@ def shared_layer_from_outputs(
     layer = SharedLayer(
         namespace=str(outputs["namespace"]),
         model_cache_claim=str(outputs["modelCacheClaim"]),
-        ngc_secret=str(outputs["ngcSecret"]),
+        ngc_secret=outputs.get("ngcSecret"),
         registry_pull_secret=outputs.get("registryPullSecret"),
+        ngc_secret_key=str(outputs.get(NGC_SECRET_FIELD_KEY) or names.NGC_SECRET_KEY),
         credentials_digest=str(outputs.get(CREDENTIALS_DIGEST_KEY) or ""),
     )
     return layer, notes

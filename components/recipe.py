@@ -13,19 +13,12 @@ from typing import Any
 
 import pulumi
 
-from components import exposure, names, outputs
+from components import exposure, outputs
 from components.args import (
-    DownloadArgs,
-    ExposureArgs,
-    GraphArgs,
-    ModelCacheArgs,
-    MonitoringArgs,
-    NamespaceArgs,
-    PlacementArgs,
     SecretsArgs,
-    WorkerArgs,
 )
 from components.contract import StackOutputs
+from components.disruption_budget import DisruptionBudget
 from components.graph_deployment import GraphDeployment
 from components.layer_guard import LayerGuard
 from components.layer_manifests import SharedLayer
@@ -34,7 +27,17 @@ from components.model_cache import ModelCache
 from components.model_download import ModelDownload
 from components.monitoring import Monitoring, require_crds
 from components.namespace import Namespace
-from components.secrets import Secrets, SecretValues
+from components.recipe_args import (
+    cache_args,
+    disruption_budget_args,
+    download_args,
+    exposure_args,
+    graph_args,
+    monitoring_args,
+    namespace_args,
+    own_layer,
+)
+from components.secrets import Secrets, SecretValues, existing_secrets_args
 from components.settings import StackSettings, qualified_stack_name
 
 Exports = dict[str, pulumi.Output[Any]]
@@ -65,7 +68,9 @@ class Recipe(pulumi.ComponentResource):
             ready: list[pulumi.Input[pulumi.Resource]] = []
             exported: Exports = {}
         else:
-            layer, ready, exported = self._create_layer(name, settings, secrets, live)
+            # Before anything is created: an existing Secret that is not there is refused.
+            secrets_args = existing_secrets_args(live, settings)
+            layer, ready, exported = self._create_layer(name, settings, secrets, secrets_args, live)
         if settings.deploy_graph:
             graph = GraphDeployment(
                 f"{name}-graph",
@@ -75,6 +80,14 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
+            if settings.worker_max_unavailable:
+                DisruptionBudget(
+                    f"{name}-disruption-budget",
+                    disruption_budget_args(settings),
+                    layer,
+                    live,
+                    opts=pulumi.ResourceOptions(parent=self),
+                )
             if settings.monitoring:
                 Monitoring(
                     f"{name}-monitoring",
@@ -102,7 +115,12 @@ class Recipe(pulumi.ComponentResource):
         self.register_outputs(exported)
 
     def _create_layer(
-        self, name: str, settings: StackSettings, secrets: SecretValues | None, live: Live
+        self,
+        name: str,
+        settings: StackSettings,
+        secrets: SecretValues | None,
+        secrets_args: SecretsArgs,
+        live: Live,
     ) -> tuple[pulumi.Output[SharedLayer], list[pulumi.Input[pulumi.Resource]], Exports]:
         """Namespace, secrets, cache, download and their guard: the layer, what the graph waits
         for, and the layer's exports for profile stacks."""
@@ -111,11 +129,6 @@ class Recipe(pulumi.ComponentResource):
         plain = own_layer(settings)
         child = pulumi.ResourceOptions(parent=self)
         namespace = Namespace(f"{name}-namespace", namespace_args(settings), live, opts=child)
-        secrets_args = SecretsArgs(
-            namespace=settings.namespace,
-            registry_server=settings.registry_server,
-            registry_username=settings.registry_username,
-        )
         credentials = Secrets(
             f"{name}-secrets", secrets_args, secrets, live, depends_on=[namespace], opts=child
         )
@@ -163,137 +176,6 @@ class Recipe(pulumi.ComponentResource):
 
 
 # --- what each component consumes, from the settings ---------------------------------------------
-
-
-def own_layer(settings: StackSettings) -> SharedLayer:
-    """The layer a self-contained stack creates for itself."""
-    pull_secret = names.REGISTRY_PULL_SECRET if settings.uses_registry_mirror else None
-    return SharedLayer(
-        settings.namespace, settings.model_cache_claim, registry_pull_secret=pull_secret
-    )
-
-
-def namespace_args(settings: StackSettings) -> NamespaceArgs:
-    return NamespaceArgs(name=settings.namespace, create=settings.create_namespace)
-
-
-def cache_args(settings: StackSettings) -> ModelCacheArgs:
-    return ModelCacheArgs(
-        namespace=settings.namespace,
-        claim=settings.model_cache_claim,
-        create=settings.model_cache_mode == "create",
-        storage_class=settings.model_cache_storage_class,
-        size=settings.model_cache_size,
-    )
-
-
-def worker_args(settings: StackSettings) -> WorkerArgs:
-    return WorkerArgs(
-        image=settings.worker_image,
-        runtime_version=settings.worker_dynamo_runtime_version,
-        replicas=settings.worker_replicas,
-        gpus=settings.worker_gpus,
-        cpu=settings.worker_cpu,
-        memory=settings.worker_memory,
-        shared_memory=settings.worker_shared_memory_size,
-        placement=worker_placement(settings),
-        extra_env=tuple(settings.worker_extra_env),
-        nim_profile=settings.nim_model_profile,
-    )
-
-
-def worker_placement(settings: StackSettings) -> PlacementArgs:
-    return PlacementArgs(
-        node_selector=tuple(settings.worker_node_selector),
-        tolerations=tuple(settings.worker_tolerations),
-        affinity=settings.worker_affinity,
-        priority_class_name=settings.worker_priority_class_name,
-        runtime_class_name=settings.worker_runtime_class_name,
-        scheduler_name=settings.worker_scheduler_name,
-    )
-
-
-def frontend_placement(settings: StackSettings) -> PlacementArgs:
-    return PlacementArgs(
-        node_selector=tuple(settings.frontend_node_selector),
-        tolerations=tuple(settings.frontend_tolerations),
-        affinity=settings.frontend_affinity,
-        priority_class_name=settings.frontend_priority_class_name,
-        runtime_class_name=settings.frontend_runtime_class_name,
-        scheduler_name=settings.frontend_scheduler_name,
-    )
-
-
-def download_placement(settings: StackSettings) -> PlacementArgs:
-    """The download Job's placement: each modelDownload* field set, else the workers' value (the
-    Job needs the workers' kind of node: same image, GPU and NIM profile selection)."""
-    workers = worker_placement(settings)
-    return PlacementArgs(
-        node_selector=tuple(settings.model_download_node_selector) or workers.node_selector,
-        tolerations=tuple(settings.model_download_tolerations) or workers.tolerations,
-        affinity=settings.model_download_affinity or workers.affinity,
-        priority_class_name=settings.model_download_priority_class_name
-        or workers.priority_class_name,
-        runtime_class_name=settings.model_download_runtime_class_name or workers.runtime_class_name,
-        scheduler_name=settings.model_download_scheduler_name or workers.scheduler_name,
-    )
-
-
-def download_args(settings: StackSettings) -> DownloadArgs:
-    return DownloadArgs(
-        command=tuple(settings.model_download_command),
-        gpus=settings.model_download_gpus,
-        timeout_seconds=settings.model_download_timeout_seconds,
-        worker=worker_args(settings),
-        placement=download_placement(settings),
-    )
-
-
-def graph_args(settings: StackSettings) -> GraphArgs:
-    return GraphArgs(
-        routing=settings.routing,
-        frontend_image=settings.frontend_image,
-        frontend_placement=frontend_placement(settings),
-        frontend_replicas=settings.frontend_replicas,
-        worker=worker_args(settings),
-        ready_timeout_seconds=settings.graph_ready_timeout_seconds,
-        update_timeout_seconds=settings.graph_update_timeout_seconds,
-        restart_id=settings.graph_restart_id,
-        restart_strategy=settings.graph_restart_strategy,
-        autoscaling=settings.worker_autoscaling,
-    )
-
-
-def monitoring_args(settings: StackSettings) -> MonitoringArgs:
-    return MonitoringArgs(
-        graph=names.graph_name(settings.profile),
-        kind=settings.monitoring_kind,
-        labels=tuple(settings.monitoring_labels),
-        # With an autoscaler, fewer than its minimum is what is missing.
-        worker_replicas=(
-            settings.worker_min_replicas
-            if settings.worker_autoscaling
-            else settings.worker_replicas
-        ),
-        ttft_seconds_alert=settings.monitoring_ttft_seconds_alert,
-        dashboard=settings.monitoring_dashboard,
-    )
-
-
-def exposure_args(settings: StackSettings) -> ExposureArgs:
-    return ExposureArgs(
-        graph=names.graph_name(settings.profile),
-        mode=settings.frontend_exposure,
-        service_type=settings.frontend_service_type,
-        source_ranges=tuple(settings.frontend_load_balancer_source_ranges),
-        service_annotations=tuple(settings.frontend_service_annotations),
-        ingress_class=settings.frontend_ingress_class_name,
-        host=settings.frontend_host,
-        tls_secret=settings.frontend_tls_secret,
-        gateway_name=settings.frontend_gateway_name,
-        gateway_namespace=settings.frontend_gateway_namespace,
-        hashing=settings.frontend_session_hashing,
-    )
 
 
 def _read_shared_layer(

@@ -1,4 +1,6 @@
-"""Secrets component: the NGC API key and, for a private mirror, the registry pull secret."""
+"""Secrets component: the NGC API key and, for a private mirror, the registry pull secret; or
+the Secrets the cluster's own store keeps (`ngcApiKeyFrom`, `imagePullFrom`), which this
+program reads by their metadata only and never creates, changes or deletes."""
 
 from __future__ import annotations
 
@@ -10,24 +12,30 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import SecretsArgs
-from components.credentials_digest import credentials_digest
+from components.credentials_digest import (
+    credentials_digest,
+    existing_credentials_digest,
+    secret_identity,
+)
 from components.drift import warn_kubectl_fields
 from components.layer_manifests import Manifest
-from components.live import Live
+from components.live import Live, ObjectRef, Unknown
+from components.settings import StackSettings, config_key
 
 
 @dataclass(frozen=True)
 class SecretValues:
-    """Secret Outputs from `pulumi config --secret`; kept apart from the plain settings."""
+    """Secret Outputs from `pulumi config --secret`; kept apart from the plain settings. No NGC
+    key when it comes from an existing Secret (`ngcApiKeyFrom`)."""
 
-    ngc_api_key: pulumi.Output[str]
+    ngc_api_key: pulumi.Output[str] | None
     registry_password: pulumi.Output[str] | None = None
 
 
 class Secrets(pulumi.ComponentResource):
     """`ngc-api-secret` (key NGC_API_KEY) and optionally `registry-pull-secret`, updated in place
-    (`provider_options`). `digest` marks the workers that read them
-    (components/credentials_digest.py); it is plain, never the values."""
+    (`provider_options`), each unless an existing Secret replaces it. `digest` marks the workers
+    that read them (components/credentials_digest.py); it is plain, never the values."""
 
     digest: pulumi.Output[str]
 
@@ -42,14 +50,18 @@ class Secrets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:Secrets", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
-        self.ngc = _secret(
-            f"{name}-ngc",
-            layer_manifests.ngc_secret(args.namespace, values.ngc_api_key),
-            child,
-            live,
-        )
+        self.ngc: k8s.core.v1.Secret | None = None
+        if values.ngc_api_key is not None:
+            self.ngc = _secret(
+                f"{name}-ngc",
+                layer_manifests.ngc_secret(args.namespace, values.ngc_api_key),
+                child,
+                live,
+            )
         self.registry: k8s.core.v1.Secret | None = None
-        docker_config: pulumi.Output[str | None] = pulumi.Output.from_input(None)
+        docker_config: pulumi.Output[str | None] = pulumi.Output.from_input(
+            args.existing_pull_secret or None
+        )
         if args.registry_server and values.registry_password is not None:
             docker_config = values.registry_password.apply(
                 lambda password: layer_manifests.docker_config_json(
@@ -58,9 +70,14 @@ class Secrets(pulumi.ComponentResource):
             )
             manifest = layer_manifests.registry_pull_secret(args.namespace, docker_config)
             self.registry = _secret(f"{name}-registry", manifest, child, live)
-        digest = pulumi.Output.all(values.ngc_api_key, docker_config).apply(
-            lambda both: credentials_digest(both[0], both[1])
-        )
+        if values.ngc_api_key is None:
+            digest = pulumi.Output.from_input(
+                existing_credentials_digest(args.existing_ngc_secret, args.existing_pull_secret)
+            )
+        else:
+            digest = pulumi.Output.all(values.ngc_api_key, docker_config).apply(
+                lambda both: credentials_digest(both[0], both[1])
+            )
         self.digest = pulumi.Output.unsecret(digest)
         self.register_outputs({"digest": self.digest})
 
@@ -79,3 +96,55 @@ def _secret(
     )
     warn_kubectl_fields(live, manifest, secret)
     return secret
+
+
+# --- Secrets that exist already ------------------------------------------------------------------
+
+
+def existing_secret_identity(live: Live, namespace: str, key: str, name: str) -> str:
+    """The identity of the existing Secret `name` that config `key` names
+    (`credentials_digest.secret_identity`), from its metadata alone. Refused, before anything is
+    created, when it is not there. A cluster that cannot be read leaves a preview going (it
+    warns once, and the digest it shows is not the one `up` writes) but stops `up`, which would
+    otherwise mark the workers with a digest of nothing."""
+    ref = ObjectRef("v1", "Secret", name, namespace)
+    found = live.attempt(lambda view: view.metadata(ref))
+    if isinstance(found, Unknown):
+        if pulumi.runtime.is_dry_run():
+            pulumi.log.warn(
+                f"cannot read {ref}, which {config_key(key)} names: this preview does not know "
+                "whether it exists, and the workers' credentials digest it shows is not the one "
+                "`pulumi up` writes"
+            )
+            return ""
+        raise pulumi.RunError(
+            f"cannot read {ref}, which {config_key(key)} names: `pulumi up` reads its metadata "
+            "to restart the workers when it changes; check the cluster's credentials (and that "
+            "they may get Secrets in the namespace)"
+        )
+    if found is None:
+        raise pulumi.RunError(
+            f"{config_key(key)} names the Secret {name}, which is not in namespace {namespace}: "
+            f"create it first (`kubectl create secret ... {name} -n {namespace}`, or through your "
+            f"secret store), or `pulumi config rm {config_key(key)}` to have this stack create "
+            "its own"
+        )
+    return secret_identity(namespace, name, found.get("metadata") or {})
+
+
+def existing_secrets_args(live: Live, settings: StackSettings) -> SecretsArgs:
+    """The Secrets component's args, each existing Secret checked and read by its identity."""
+    ngc, pull = (
+        existing_secret_identity(live, settings.namespace, key, name) if name else ""
+        for key, name in (
+            ("ngcApiKeyFrom", settings.ngc_api_key_from),
+            ("imagePullFrom", settings.image_pull_from),
+        )
+    )
+    return SecretsArgs(
+        namespace=settings.namespace,
+        registry_server=settings.registry_server,
+        registry_username=settings.registry_username,
+        existing_ngc_secret=ngc,
+        existing_pull_secret=pull,
+    )

@@ -18,6 +18,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
+from components import names
 from components.config_rules import (
     Affinity,
     ClassName,
@@ -28,10 +29,12 @@ from components.config_rules import (
     ExtraEnv,
     GpuCount,
     Image,
+    MaxUnavailable,
     MonitoringLabels,
     NimProfile,
     NodeSelector,
     OptionalDnsLabel,
+    OptionalSecretName,
     OptionalSubdomain,
     OwnNamespace,
     Path,
@@ -42,6 +45,7 @@ from components.config_rules import (
     RestartId,
     RuntimeVersion,
     SchedulerName,
+    SecretKey,
     ServiceAnnotations,
     SourceRanges,
     StackReference,
@@ -138,7 +142,7 @@ class StackSettings(BaseModel):
     worker_min_replicas: WorkerReplicas
     worker_max_replicas: WorkerReplicas
     # Placement (issue 32), beside workerNodeSelector and workerTolerations; empty: not set. An
-    # empty download field takes the workers' value (`components.recipe.download_placement`).
+    # empty download field takes the workers' value (`components.recipe_args.download_placement`).
     worker_affinity: Affinity
     worker_priority_class_name: ClassName
     worker_runtime_class_name: ClassName
@@ -168,6 +172,13 @@ class StackSettings(BaseModel):
     frontend_gateway_name: OptionalSubdomain
     frontend_gateway_namespace: OptionalDnsLabel
     frontend_session_hashing: Literal["none", "ingress-nginx", "envoy-gateway", "external"]
+    # The workers' disruption budget (components/disruption_budget.py), and Secrets the cluster's
+    # own store keeps, used instead of created (components/secrets.py).
+    worker_max_unavailable: MaxUnavailable
+    ngc_api_key_from: OptionalSecretName
+    ngc_api_key_from_field: SecretKey
+    image_pull_from: OptionalSecretName
+    ngc_api_key_needed: bool
 
     @property
     def routing(self) -> Routing:
@@ -189,6 +200,13 @@ class StackSettings(BaseModel):
     @property
     def uses_registry_mirror(self) -> bool:
         return bool(self.registry_server)
+
+    @property
+    def creates_ngc_secret(self) -> bool:
+        """The NGC key comes from `ngcApiKey`, into the Secret this stack creates; otherwise
+        from the existing Secret `ngcApiKeyFrom` (never created, changed or deleted here), or
+        there is none (`ngcApiKeyNeeded` false)."""
+        return self.manages_secrets and self.ngc_api_key_needed and not self.ngc_api_key_from
 
 
 def qualified_stack_name(name: str, organization: str, project: str) -> str:
@@ -256,6 +274,10 @@ LAYER_KEYS = (
     "modelDownloadPriorityClassName",
     "modelDownloadRuntimeClassName",
     "modelDownloadSchedulerName",
+    "ngcApiKeyFrom",
+    "ngcApiKeyFromField",
+    "imagePullFrom",
+    "ngcApiKeyNeeded",
 )
 """What only the stack that owns the layer uses: a profile stack reads the layer from its
 `sharedStack` instead, so one of these set there would change nothing (`components.config_parser`
@@ -427,6 +449,76 @@ _EXPOSURE_FIELDS = frozenset(
     | {"frontend_exposure", "frontend_host"}
 )
 
+# --- disruption budget and existing Secrets ---------------------------------------------------
+
+
+def _budget_against_replicas(s: StackSettings) -> str | None:
+    """A budget of 0 (or 0%) lets no worker be evicted: every node drain waits on it forever,
+    so it is refused, not warned about. One over the replica count is a typo."""
+    budget = s.worker_max_unavailable
+    key = config_key("workerMaxUnavailable")
+    if budget and int(budget.rstrip("%")) == 0:  # the field rule let only N or N% through
+        return (
+            f"{key} is {budget!r}: a budget that lets no worker go blocks every node drain (and "
+            "cluster upgrade) forever; set 1 (one worker at a time), or '' for no budget"
+        )
+    if budget.isdigit() and int(budget) > s.worker_replicas:
+        return (
+            f"{key} is {budget}, more than {config_key('workerReplicas')} "
+            f"({s.worker_replicas}): set at most {s.worker_replicas}"
+        )
+    return None
+
+
+def _existing_secrets(s: StackSettings) -> str | None:
+    if s.image_pull_from and (s.registry_server or s.registry_username):
+        return (
+            f"{config_key('imagePullFrom')} is set together with {config_key('registryServer')}"
+            f"/{config_key('registryUsername')}: use the existing pull secret, or let this stack "
+            "create one from the registry keys, not both"
+        )
+    if s.uses_registry_mirror and not s.creates_ngc_secret and not s.uses_shared_layer:
+        where = (
+            f"{config_key('ngcApiKeyFrom')} is set"
+            if s.ngc_api_key_needed
+            else f"{config_key('ngcApiKeyNeeded')} is false"
+        )
+        return (
+            f"{where} with {config_key('registryServer')}: the mirror's credentials then come "
+            f"from an existing pull secret too (`pulumi config set "
+            f"{config_key('imagePullFrom')} <secret>`): the workers' credentials digest "
+            "is keyed with the NGC key from ngcApiKey, without which a weak registry password "
+            "could be guessed from it"
+        )
+    default_key = names.NGC_SECRET_KEY
+    if s.ngc_api_key_from_field != default_key and not s.ngc_api_key_from:
+        return (
+            f"{config_key('ngcApiKeyFromField')} is set without {config_key('ngcApiKeyFrom')}, "
+            f"where it changes nothing (the created Secret's key is {default_key}): set the "
+            f"Secret's name too, or `pulumi config rm {config_key('ngcApiKeyFromField')}`"
+        )
+    return None
+
+
+def _without_ngc_key(s: StackSettings) -> str | None:
+    """No NGC key only where nothing downloads: a cache that exists, filled, and no download."""
+    if s.ngc_api_key_needed:
+        return None
+    key = config_key("ngcApiKeyNeeded")
+    if s.ngc_api_key_from:
+        return (
+            f"{key} is false and {config_key('ngcApiKeyFrom')} names a Secret for it: "
+            "unset one of them"
+        )
+    if s.model_download or s.model_cache_mode != "existing":
+        return (
+            f"{key} is false, but something downloads the model with the key: set "
+            f"{config_key('modelDownload')}=false and {config_key('modelCacheMode')}=existing "
+            "for a cache that is filled already (the workers download into an empty one)"
+        )
+    return None
+
+
 _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
@@ -456,6 +548,25 @@ _CROSS_CHECKS = (
     CrossCheck(
         frozenset({"frontend_exposure", "frontend_replicas", "deploy_graph"}),
         _exposure_without_graph,
+    ),
+    CrossCheck(frozenset({"worker_max_unavailable", "worker_replicas"}), _budget_against_replicas),
+    CrossCheck(
+        frozenset(
+            {
+                "image_pull_from",
+                "registry_server",
+                "registry_username",
+                "ngc_api_key_from",
+                "ngc_api_key_from_field",
+                "ngc_api_key_needed",
+                "shared_stack",
+            }
+        ),
+        _existing_secrets,
+    ),
+    CrossCheck(
+        frozenset({"ngc_api_key_needed", "ngc_api_key_from", "model_download", "model_cache_mode"}),
+        _without_ngc_key,
     ),
 )
 

@@ -26,14 +26,15 @@ PVC = "kubernetes:core/v1:PersistentVolumeClaim"
 JOB = "kubernetes:batch/v1:Job"
 CONFIG_MAP = "kubernetes:core/v1:ConfigMap"
 DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
+PDB = "kubernetes:policy/v1:PodDisruptionBudget"
 STACK_REF = "pulumi:pulumi:StackReference"
 
 LAYER_OBJECTS = [NS, SECRET, PVC, JOB, CONFIG_MAP]
 EXPECTED_OBJECTS = {
-    "dev": [*LAYER_OBJECTS, DGD],
+    "dev": [*LAYER_OBJECTS, DGD, PDB],
     "shared": LAYER_OBJECTS,
-    "round-robin": [DGD],
-    "session-affinity": [DGD],
+    "round-robin": [DGD, PDB],
+    "session-affinity": [DGD, PDB],
 }
 
 
@@ -78,6 +79,7 @@ def test_dev_stack_objects_names_and_namespaces(run_stack: RunStack) -> None:
         JOB: "cosmos3-nano-reasoner-model-download",
         CONFIG_MAP: "cosmos3-nano-reasoner-layer-guard",
         DGD: "cosmos3-nano-reasoner-agg-h200-round-robin",
+        PDB: "cosmos3-nano-reasoner-agg-h200-round-robin-worker",
     }
     for obj in run.kubernetes_objects():
         if obj.type != NS:
@@ -223,6 +225,7 @@ def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) 
         "namespace": PROJECT,
         "modelCacheClaim": "shared-model-cache",
         "ngcSecret": "ngc-api-secret",
+        "ngcSecretField": "NGC_API_KEY",
         "workerImage": "nvcr.io/nim/nvidia/cosmos3:2.1.0",
         "modelCacheReady": True,
         "credentialsDigest": credentials_digest(NGC_KEY, None),

@@ -155,6 +155,7 @@ def shared_layer_outputs(
         "namespace": namespace,
         "modelCacheClaim": "shared-model-cache",
         "ngcSecret": "ngc-api-secret",
+        "ngcSecretField": "NGC_API_KEY",
         "registryPullSecret": pull_secret,
         "workerImage": declared_config()["workerImage"]["default"],
         "modelCacheReady": True,

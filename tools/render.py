@@ -43,6 +43,7 @@ KIND_ORDER = (
     "Job",
     "ConfigMap",
     "DynamoGraphDeployment",
+    "PodDisruptionBudget",
 )
 WRITER = "python -m tools.render"
 OUTPUTS_FILE = "outputs.json"

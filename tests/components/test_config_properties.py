@@ -43,7 +43,7 @@ from components.layer_manifests import (
     namespace,
     ngc_secret,
 )
-from components.recipe import cache_args, download_args, graph_args, namespace_args, own_layer
+from components.recipe_args import cache_args, download_args, graph_args, namespace_args, own_layer
 from components.settings import PROJECT, StackSettings, qualified_stack_name
 from tests.components.test_placement import (
     BAD_AFFINITIES,

@@ -131,4 +131,4 @@ def test_a_typo_under_the_project_namespace_names_the_nearest_key(key: str, typo
     raw = config() | {f"{PROJECT}:{wrong}": "x"}
     message = refusal(raw)
     record(FAMILY)
-    assert f"{PROJECT}:{wrong}: " in message and "Unknown stack config" in message
+    assert f"{PROJECT}:{wrong} is unknown: " in message and "Unknown stack config" in message

@@ -8,7 +8,7 @@ from typing import Any
 from components import graph_manifest, layer_manifests
 from components.config_parser import parse_stack_config
 from components.layer_manifests import SharedLayer
-from components.recipe import cache_args, download_args, graph_args, own_layer, worker_args
+from components.recipe_args import cache_args, download_args, graph_args, own_layer, worker_args
 from components.settings import StackSettings
 from tools.stack_files import cli_config, example_site_for, placeholder_secrets
 

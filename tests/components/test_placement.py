@@ -16,7 +16,7 @@ import pytest
 from components.affinity import affinity_problems
 from components.graph_manifest import graph_deployment
 from components.layer_manifests import model_download_job
-from components.recipe import download_args, graph_args, own_layer
+from components.recipe_args import download_args, graph_args, own_layer
 from components.settings import StackSettings
 from tests.components.test_settings import P, parse, refused
 

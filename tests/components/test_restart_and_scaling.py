@@ -19,7 +19,7 @@ from components.graph_deployment import existing_graph
 from components.graph_manifest import ExistingGraph
 from components.layer_manifests import SharedLayer
 from components.readiness import Outcome, graph_verdict
-from components.recipe import graph_args
+from components.recipe_args import graph_args
 from components.settings import PROJECT, StackSettings
 from tools.offline import MockCluster, ProgramRun
 from tools.stack_files import cli_config, example_site_for

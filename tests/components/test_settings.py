@@ -137,6 +137,10 @@ LAYER_VALUES = {
     "modelDownloadPriorityClassName": "batch",
     "modelDownloadRuntimeClassName": "nvidia",
     "modelDownloadSchedulerName": "default-scheduler",
+    "ngcApiKeyFrom": "synced-ngc-key",
+    "ngcApiKeyFromField": "token",
+    "imagePullFrom": "synced-pull-secret",
+    "ngcApiKeyNeeded": False,
 }
 
 
@@ -335,7 +339,7 @@ def test_field_problems_cross_checks_unknown_keys_and_secrets_are_reported_toget
         registryServer="mirror.example",
         workerRepliks=8,
     )
-    assert f"{P}:workerRepliks: did you mean {P}:workerReplicas?" in message
+    assert f"{P}:workerRepliks is unknown: did you mean {P}:workerReplicas?" in message
     assert f"{P}:workerReplicas: Input should be greater than or equal to 1" in message
     assert f"{P}:modelCacheStorageClass is required" in message
     assert f"{P}:registryServer is set without {P}:registryUsername" in message
@@ -407,7 +411,9 @@ def test_a_refusal_never_shows_a_value_that_may_be_secret(overrides: dict[str, A
 
 
 def test_served_model_is_no_longer_config_and_an_old_stack_file_says_why() -> None:
-    message = refused(f"{P}:servedModel: no longer config", servedModel="my-org/other-model")
+    message = refused(
+        f"{P}:servedModel is unknown: no longer config", servedModel="my-org/other-model"
+    )
     assert f"`pulumi config rm {P}:servedModel`" in message
 
 

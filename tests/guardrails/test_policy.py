@@ -125,7 +125,8 @@ def test_monitoring_objects_pass_every_policy(run_stack: RunStack, kind: str) ->
         for message in violations(policy, validation_args(resource))
     }
     assert found == {}
-    assert len(run.kubernetes_objects()) == 4  # the graph, the monitor, the rule, the dashboard
+    # the graph, its disruption budget, the monitor, the rule, the dashboard
+    assert len(run.kubernetes_objects()) == 5
 
 
 def test_policies_cover_the_objects_they_are_about(run_stack: RunStack) -> None:

@@ -23,6 +23,7 @@ def test_render_writes_each_object_in_apply_order_and_the_outputs(tmp_path: Path
         "04-job-cosmos3-nano-reasoner-model-download.yaml",
         "05-configmap-cosmos3-nano-reasoner-layer-guard.yaml",
         "06-dynamographdeployment-cosmos3-nano-reasoner-agg-h200-round-robin.yaml",
+        "07-poddisruptionbudget-cosmos3-nano-reasoner-agg-h200-round-robin-worker.yaml",
     ]
     job = yaml.safe_load((tmp_path / files[3]).read_text())
     assert job["spec"]["backoffLimit"] == 3 and isinstance(job["spec"]["backoffLimit"], int)
