@@ -140,4 +140,7 @@ class DisruptionBudgetArgs(_Args):
     graph: str
     """The DynamoGraphDeployment's name: the budget selects its worker pods."""
     max_unavailable: str
-    """A whole number or a percentage, as the `workerMaxUnavailable` key holds it."""
+    """A whole number or a percentage, as the `workerMaxUnavailable` key holds it; empty: the
+    workers get no budget."""
+    frontend_replicas: int = 1
+    """Above 1, the frontends get a budget too: one at a time."""

@@ -80,7 +80,7 @@ class Recipe(pulumi.ComponentResource):
                 depends_on=ready,
                 opts=pulumi.ResourceOptions(parent=self),
             )
-            if settings.worker_max_unavailable:
+            if settings.worker_max_unavailable or settings.frontend_replicas > 1:
                 DisruptionBudget(
                     f"{name}-disruption-budget",
                     disruption_budget_args(settings),

@@ -160,5 +160,7 @@ def exposure_args(settings: StackSettings) -> ExposureArgs:
 
 def disruption_budget_args(settings: StackSettings) -> DisruptionBudgetArgs:
     return DisruptionBudgetArgs(
-        graph=names.graph_name(settings.profile), max_unavailable=settings.worker_max_unavailable
+        graph=names.graph_name(settings.profile),
+        max_unavailable=settings.worker_max_unavailable,
+        frontend_replicas=settings.frontend_replicas,
     )

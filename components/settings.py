@@ -171,7 +171,9 @@ class StackSettings(BaseModel):
     frontend_tls_secret: OptionalSubdomain
     frontend_gateway_name: OptionalSubdomain
     frontend_gateway_namespace: OptionalDnsLabel
-    frontend_session_hashing: Literal["none", "ingress-nginx", "envoy-gateway", "external"]
+    frontend_session_hashing: Literal[
+        "none", "ingress-nginx", "envoy-gateway", "external", "dynamo-sync"
+    ]
     # The workers' disruption budget (components/disruption_budget.py), and Secrets the cluster's
     # own store keeps, used instead of created (components/secrets.py).
     worker_max_unavailable: MaxUnavailable
@@ -426,10 +428,12 @@ def _replicas_need_hashing(s: StackSettings) -> str | None:
     return (
         f"{config_key('frontendReplicas')}={s.frontend_replicas} on the session-affinity profile "
         f"needs consistent hashing on {SESSION_HEADER} in front of the frontends: each frontend "
-        "process keeps its own session-to-worker table (ai-dynamo/dynamo #11035, #11217, "
-        "#10883), so without hashing a session's requests spread over the replicas and affinity "
-        f"silently becomes round robin. Set {config_key('frontendSessionHashing')} "
-        "(ingress-nginx, envoy-gateway, or external for your own load balancer), or "
+        "routes by its own session-to-worker table, which Dynamo synchronises across replicas "
+        "only best-effort (1.6.1 does, measured on the lab; whether the NIM's bundled runtime "
+        "does is UNCERTAIN, and ai-dynamo/dynamo #11035, #11217, #10883 reported affinity lost), "
+        "so without hashing a session's requests may meet several tables and reach several "
+        f"workers. Set {config_key('frontendSessionHashing')} (ingress-nginx, envoy-gateway, "
+        "external for your own load balancer, or dynamo-sync to rely on Dynamo's sync), or "
         f"{config_key('frontendReplicas')}=1. The round-robin profile takes any replica count"
     )
 

@@ -75,6 +75,22 @@ def test_an_empty_budget_creates_none(run_stack: RunStack) -> None:
     assert run_stack("round-robin", {"workerMaxUnavailable": ""}).of_type(PDB) == []
 
 
+def test_several_frontends_get_a_budget_of_one_frontend(run_stack: RunStack) -> None:
+    run = run_stack("round-robin", {"frontendReplicas": 2, "workerMaxUnavailable": ""})
+    (budget,) = run.of_type(PDB)
+    frontends = WORKER_PODS | {"nvidia.com/dynamo-component-type": "frontend"}
+    frontends["nvidia.com/dynamo-graph-deployment-name"] = GRAPH.replace(
+        "session-affinity", "round-robin"
+    )
+    assert budget.inputs["metadata"]["name"].endswith("-frontend")
+    assert budget.inputs["spec"] == {"maxUnavailable": 1, "selector": {"matchLabels": frontends}}
+    both = run_stack("round-robin", {"frontendReplicas": 3})
+    kinds = sorted(b.inputs["metadata"]["name"].rsplit("-", 1)[1] for b in both.of_type(PDB))
+    assert kinds == ["frontend", "worker"]
+    assert run_stack("round-robin").of_type(PDB)[0].inputs["metadata"]["name"].endswith("-worker")
+    assert len(run_stack("round-robin").of_type(PDB)) == 1  # one frontend: no frontend budget
+
+
 def test_the_layer_stack_without_a_graph_has_no_budget(run_stack: RunStack) -> None:
     assert run_stack("shared").of_type(PDB) == []
 

@@ -290,7 +290,8 @@ def test_two_frontends_with_affinity_and_no_hashing_are_refused_saying_why() -> 
     message = refusal(frontendReplicas=2)
     assert f"{PROJECT}:frontendReplicas=2 on the session-affinity profile" in message
     assert "X-Dynamo-Session-ID" in message
-    assert "each frontend process keeps its own session-to-worker table" in message
+    assert "each frontend routes by its own session-to-worker table" in message
+    assert "best-effort" in message and "dynamo-sync" in message
     assert "#11035" in message
     assert f"{PROJECT}:frontendSessionHashing" in message
 
@@ -462,3 +463,17 @@ def test_outputs_without_the_new_keys_still_load() -> None:
     assert outputs.frontends == 1 and outputs.frontend_external_url is None
     with pytest.raises(ValueError, match="frontendExternalUrl"):
         contract(frontendExternalUrl="ftp://x")
+
+
+def test_two_frontends_relying_on_dynamos_sync_are_accepted_and_create_nothing_more(
+    run_stack: Any,
+) -> None:
+    accepted = settings(frontendReplicas=2, frontendSessionHashing="dynamo-sync")
+    assert (accepted.frontend_replicas, accepted.frontend_session_hashing) == (2, "dynamo-sync")
+    run = run_stack(
+        "session-affinity", {"frontendReplicas": 2, "frontendSessionHashing": "dynamo-sync"}
+    )
+    created = {resource.type for resource in run.resources}
+    assert not any(
+        "Ingress" in t or "HTTPRoute" in t or "BackendTrafficPolicy" in t for t in created
+    )

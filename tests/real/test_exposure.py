@@ -154,7 +154,7 @@ def test_two_frontends_with_affinity_and_no_hashing_are_refused_before_anything_
     assert refused.returncode != 0
     output = refused.stdout + refused.stderr
     assert "cosmos3-nano-reasoner:frontendReplicas=2 on the session-affinity profile" in output
-    assert "each frontend process keeps its own session-to-worker table" in output, output
+    assert "each frontend routes by its own session-to-worker table" in output, output
     assert "Traceback" not in output
     graphs = local_cluster.kubectl("get", "dgd", "-A", "-o", "name", check=False)
     assert graphs.strip() == ""
