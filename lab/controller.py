@@ -66,8 +66,8 @@ class Managed:
     message: str = ""
     retry: bool = False
     """Start again at the next pass (its Service was in the way: it may be gone by then)."""
-    written: tuple[Phase, str, int] | None = None
-    """The status last written (phase, message, generation): written again only on a change."""
+    written: tuple[Phase, str, int, str] | None = None
+    """The status last written (phase, message, generation, restart id): written again only on a change."""
 
 
 @dataclass
@@ -260,10 +260,10 @@ class GraphController:
         graph = managed.graph
         if graph is None:
             return
-        wanted = (managed.phase, managed.message, graph.generation)
+        wanted = (managed.phase, managed.message, graph.generation, graph.restart_id)
         if managed.written == wanted:
             return
-        status = graph_status(managed.phase, managed.message, graph.generation)
+        status = graph_status(managed.phase, managed.message, graph.generation, graph.restart_id)
         try:
             self._api.patch_namespaced_custom_object_status(
                 GROUP, VERSION, graph.namespace, PLURAL, graph.name, {"status": status}
@@ -276,7 +276,7 @@ class GraphController:
 
 
 def _restart_needed(running: DeployedGraph, wanted: DeployedGraph) -> bool:
-    fields = ("uid", "frontend", "workers", "worker_template")
+    fields = ("uid", "frontend", "workers", "worker_template", "restart_id")
     return any(getattr(running, name) != getattr(wanted, name) for name in fields)
 
 

@@ -59,6 +59,9 @@ class DeployedGraph:
     worker_template: str = ""
     """The workers' pod templates, as JSON: a change restarts them, as the operator's rolling
     update would (a rotated credential's digest, a new image)."""
+    restart_id: str = ""
+    """`spec.restart.id`: a new one restarts the graph, and Ready reports that restart done
+    (`status.restart`), as the operator does (`graphRestartId`)."""
 
     @property
     def key(self) -> str:
@@ -101,6 +104,7 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
             [c.get("podTemplate") for c in components if c.get("type") in WORKER_TYPES],
             sort_keys=True,
         ),
+        restart_id=str(((graph.get("spec") or {}).get("restart") or {}).get("id") or ""),
     )
 
 
@@ -166,9 +170,14 @@ STATE = {Phase.STARTING: "pending", Phase.READY: "successful"}
 """The graph's `state` for a phase (the CRD's enum); any other phase is `failed`."""
 
 
-def graph_status(phase: Phase, message: str, generation: int) -> dict[str, Any]:
-    """The status to write for a graph of `generation` in `phase`, with `message` as the reason."""
-    return {
+def graph_status(
+    phase: Phase, message: str, generation: int, restart_id: str = ""
+) -> dict[str, Any]:
+    """The status to write for a graph of `generation` in `phase`, with `message` as the reason;
+    a graph Ready after the restart its spec asks for (`restart_id`) says that restart completed,
+    in the operator's words (`status.restart`: `observedID`, phase `Completed`)."""
+    restart = {"restart": {"observedID": restart_id, "phase": "Completed"}}
+    return (restart if restart_id and phase is Phase.READY else {}) | {
         "state": STATE.get(phase, "failed"),
         "observedGeneration": generation,
         "conditions": [

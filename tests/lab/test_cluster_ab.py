@@ -58,3 +58,10 @@ def test_only_a_serving_graph_is_ready_and_every_status_names_its_generation() -
         assert status["state"] in {"pending", "successful", "failed"}
     assert graph_status(Phase.STARTING, "", 1)["state"] == "pending"
     assert graph_status(Phase.PROCESS_EXITED, "", 1)["state"] == "failed"
+
+
+def test_a_ready_graph_reports_the_restart_its_spec_asks_for() -> None:
+    ready = graph_status(Phase.READY, "", 3, restart_id="2026-12-05")
+    assert ready["restart"] == {"observedID": "2026-12-05", "phase": "Completed"}
+    assert "restart" not in graph_status(Phase.STARTING, "", 3, restart_id="2026-12-05")
+    assert "restart" not in graph_status(Phase.READY, "", 3)

@@ -122,3 +122,18 @@ def test_only_where_the_frontend_listens_is_overridden(
     argv: list[str], expected: list[str]
 ) -> None:
     assert listen_on(argv, 4321) == expected
+
+
+def test_a_restart_id_is_read_and_a_new_one_restarts_the_graph() -> None:
+    from lab.controller import _restart_needed
+
+    plain = rendered_graph("round-robin")
+    asked = copy.deepcopy(plain)
+    asked["spec"]["restart"] = {"id": "one"}
+    again = copy.deepcopy(plain)
+    again["spec"]["restart"] = {"id": "two"}
+
+    assert read_graph(plain).restart_id == ""
+    assert read_graph(asked).restart_id == "one"
+    assert _restart_needed(read_graph(asked), read_graph(again))
+    assert not _restart_needed(read_graph(asked), read_graph(copy.deepcopy(asked)))
