@@ -49,7 +49,7 @@ def test_the_quick_start_deploys_dev_then_the_layered_stacks(
     ups = [out for command, out in printed if command == "pulumi up --policy-pack policy/analyzer"]
     first_up, shared_up = ups
     assert re.search(r"Resources:\s+\+ 13 created", shared_up), shared_up
-    assert re.search(r"Resources:\s+\+ 15 created", first_up), first_up
+    assert re.search(r"Resources:\s+\+ 17 created", first_up), first_up
     graphs = json.loads(local_cluster.kubectl("get", "dynamographdeployments", "-A", "-o", "json"))
     ready = {
         (item["metadata"]["namespace"], item["metadata"]["name"]): _ready(item)

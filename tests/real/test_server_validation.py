@@ -502,7 +502,7 @@ def test_the_command_judges_every_stack_on_an_api_server(
     assert validate.main(["--all"]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"kube-apiserver {KUBERNETES_VERSION} with {crd_path()}: ")
-    assert "stack session-affinity: 1 objects, no violations" in out
+    assert "stack session-affinity: 2 objects, no violations" in out  # the graph, its budget
 
 
 def test_the_command_judges_on_a_cluster_that_already_runs(
@@ -514,7 +514,7 @@ def test_the_command_judges_on_a_cluster_that_already_runs(
     assert validate.main(["--all", *their]) == 0
     out = capsys.readouterr().out
     assert out.startswith(f"the API server of {CONTEXT}: every object dry-run\n"), out
-    assert "stack session-affinity: 1 objects, no violations" in out
+    assert "stack session-affinity: 2 objects, no violations" in out  # the graph, its budget
 
     config = yaml.safe_load(local_cluster.kubeconfig.read_text())
     config["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"  # nothing listens there
@@ -539,7 +539,7 @@ def test_the_command_uses_the_rules_of_the_crd_it_is_given(
     monkeypatch.setattr(validate, "example_render", lambda stack: (rendered(stack), {}))
     assert validate.main(["--stack", "round-robin", "--crd", str(tmp_path / "crd.yaml")]) == 1
     out = capsys.readouterr().out
-    assert "stack round-robin: 1 violation(s) in 1 objects" in out
+    assert "stack round-robin: 1 violation(s) in 2 objects" in out  # the graph and its budget
     assert out.startswith("warning: the DynamoGraphDeployment CRD at "), "another CRD than tested"
     assert f"sha256 {TESTED_SCHEMA_SHA256[:12]}); using it" in out.splitlines()[0]
     assert f"  {DGD}/cosmos3-nano-reasoner-agg-h200-round-robin: spec: Invalid value: " in out
