@@ -18,7 +18,7 @@ PYTEST_WORKERS ?= auto
 # `make check`'s time limit per test: its tests are unit tests; none takes 2 s on a busy 2-core host.
 CHECK_TEST_SECONDS ?= 10
 # pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
-REAL_WORKERS ?= 4
+REAL_WORKERS ?= 5
 
 VENV := .venv
 DEV_VENV := .venv-dev
