@@ -30,6 +30,7 @@ from common.credentials import credential_kind, mask
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
 from common.terminal import invisible_characters, visible
 from common.yaml_input import yaml_documents
+from components.config_checks import cross_check_problems
 from components.config_rules import shown
 from components.image_reference import holds_userinfo
 from components.settings import (
@@ -39,7 +40,6 @@ from components.settings import (
     SECRET_KEYS,
     StackSettings,
     config_key,
-    cross_check_problems,
 )
 
 PROJECT_FILE = Path(__file__).resolve().parents[1] / "Pulumi.yaml"

@@ -6,9 +6,11 @@ from typing import Any
 
 import pytest
 
+from components import config_checks
 from components import settings as settings_module
+from components.config_checks import CrossCheck
 from components.config_parser import ConfigError, declared_keys, parse_stack_config
-from components.settings import QUIET_KEYS, CrossCheck, StackSettings
+from components.settings import QUIET_KEYS, StackSettings
 from tools.stack_files import cli_config, example_site_for
 
 P = "cosmos3-nano-reasoner"
@@ -353,7 +355,7 @@ def test_a_cross_check_is_skipped_only_when_a_field_it_needs_did_not_validate() 
     assert "is required when this stack creates" not in message, "mode unknown: no guess"
 
 
-@pytest.mark.parametrize("check", settings_module._CROSS_CHECKS)
+@pytest.mark.parametrize("check", config_checks._CROSS_CHECKS)
 def test_each_cross_check_declares_every_field_it_reads(check: CrossCheck) -> None:
     full = parse()
     variants = itertools.product(
