@@ -18,7 +18,7 @@ PYTEST_WORKERS ?= auto
 # `make check`'s time limit per test: its tests are unit tests; none takes 2 s on a busy 2-core host.
 CHECK_TEST_SECONDS ?= 10
 # pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
-REAL_WORKERS ?= 5
+REAL_WORKERS ?= 4
 
 VENV := .venv
 DEV_VENV := .venv-dev
@@ -127,7 +127,8 @@ test: check lab-setup
 # `xdist_group`), each with a local cluster and an S3 server of its own: most of a real test is
 # waiting on `pulumi` and the API server, so on 2 cores one worker took 35 min 25 s (195 tests,
 # 2026-12-04); shared by file, two 19 min 15 s, three 14 min 1 s, four 12 min 7 s (251 tests,
-# 2026-12-05), where the file of day-two tests alone kept one worker busy to the end.
+# 2026-12-05), where the file of day-two tests alone kept one worker busy to the end; test by
+# test, 302 tests, four 19 min 16 s and five 19 min 39 s (2026-12-05): the cores are the limit.
 real: crd engine s3-server pinned-crds $(VENV)/.installed $(POLICY_VENV)/.installed $(DEV_VENV)/.installed lab-setup
 	$(DEV_PY) -m testenv.netns -- $(DEV_PY) -m pytest -m real --durations=15 \
 		-n $(REAL_WORKERS) --dist loadgroup
