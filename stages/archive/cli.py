@@ -86,7 +86,7 @@ def archive_location(options: Mapping[str, str], **fields: object) -> ArchiveLoc
     if (
         not BUCKET_NAME.fullmatch(bucket)
         or ".." in bucket
-        or re.fullmatch(r"[0-9]{1,3}(\.[0-9]{1,3}){3}", bucket)
+        or re.fullmatch(r"[0-9]+(\.[0-9]+){3}", bucket)  # IP-formatted, leading zeros too
         or bucket.startswith(_RESERVED_PREFIXES)
         or bucket.endswith(_RESERVED_SUFFIXES)
     ):

@@ -408,6 +408,7 @@ NEAR_MISSES = [
     "bucket.",
     "my..bucket",
     "192.168.5.4",
+    "0.0.0.0000",  # IP-formatted with a leading zero: hypothesis found it accepted (2026-12-05)
     "xn--bucket",
     "sthree-bucket",
     "amzn-s3-demo-bucket",
