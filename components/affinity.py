@@ -156,31 +156,38 @@ _REQUIREMENT_SHAPE = _fields(
 )
 
 
+def _requirement(value: dict[str, Any], path: str, operators: tuple[str, ...]) -> list[str]:
+    """A well-shaped requirement's key and operator, and how many values the operator takes
+    (the rules node and label selector requirements share)."""
+    operator, values = value["operator"], value.get("values", [])
+    problems: list[str] = []
+    if operator in ("In", "NotIn") and not values:
+        problems.append(f"{path}.values: must be specified when `operator` is 'In' or 'NotIn'")
+    elif operator in ("Exists", "DoesNotExist") and values:
+        problems.append(
+            f"{path}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+        )
+    elif operator in ("Gt", "Lt") and operator in operators and len(values) != 1:
+        problems.append(
+            f"{path}.values: must be specified single value when `operator` is 'Lt' or 'Gt'"
+        )
+    elif operator not in operators:
+        problems.append(
+            f"{path}.operator: not a valid selector operator (one of {', '.join(operators)})"
+        )
+    return problems + _label_name(value["key"], f"{path}.key")
+
+
 def _node_requirement(check_values: bool) -> Check:
     """ValidateNodeSelectorRequirement; values are label values only in a required term."""
 
     def check(value: Any, path: str) -> list[str]:
-        problems = _REQUIREMENT_SHAPE(value, path)
-        if problems:
+        if problems := _REQUIREMENT_SHAPE(value, path):
             return problems
-        operator, values = value["operator"], value.get("values", [])
-        if operator in ("In", "NotIn") and not values:
-            problems.append(f"{path}.values: must be specified when `operator` is 'In' or 'NotIn'")
-        elif operator in ("Exists", "DoesNotExist") and values:
-            problems.append(
-                f"{path}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-            )
-        elif operator in ("Gt", "Lt") and len(values) != 1:
-            problems.append(
-                f"{path}.values: must be specified single value when `operator` is 'Lt' or 'Gt'"
-            )
-        elif operator not in NODE_SELECTOR_OPERATORS:
-            problems.append(
-                f"{path}.operator: not a valid selector operator (one of "
-                f"{', '.join(NODE_SELECTOR_OPERATORS)})"
-            )
-        problems += _label_name(value["key"], f"{path}.key")
-        return problems + (_label_values(values, f"{path}.values") if check_values else [])
+        problems = _requirement(value, path, NODE_SELECTOR_OPERATORS)
+        if check_values:
+            problems += _label_values(value.get("values", []), f"{path}.values")
+        return problems
 
     return check
 
@@ -243,23 +250,10 @@ _node_affinity = _fields(
 
 def _label_requirement(value: Any, path: str) -> list[str]:
     """ValidateLabelSelectorRequirement."""
-    problems = _REQUIREMENT_SHAPE(value, path)
-    if problems:
+    if problems := _REQUIREMENT_SHAPE(value, path):
         return problems
-    operator, values = value["operator"], value.get("values", [])
-    if operator in ("In", "NotIn") and not values:
-        problems.append(f"{path}.values: must be specified when `operator` is 'In' or 'NotIn'")
-    elif operator in ("Exists", "DoesNotExist") and values:
-        problems.append(
-            f"{path}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-        )
-    elif operator not in LABEL_SELECTOR_OPERATORS:
-        problems.append(
-            f"{path}.operator: not a valid selector operator (one of "
-            f"{', '.join(LABEL_SELECTOR_OPERATORS)})"
-        )
-    problems += _label_name(value["key"], f"{path}.key")
-    return problems + _label_values(values, f"{path}.values")
+    problems = _requirement(value, path, LABEL_SELECTOR_OPERATORS)
+    return problems + _label_values(value.get("values", []), f"{path}.values")
 
 
 def _label_selector(value: Any, path: str) -> list[str]:

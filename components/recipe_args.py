@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from components import names
 from components.args import (
     DisruptionBudgetArgs,
@@ -64,41 +66,44 @@ def worker_args(settings: StackSettings) -> WorkerArgs:
     )
 
 
+# The placement fields, each a `<part>_<field>` setting of every part that has one.
+_PLACEMENT_FIELDS = (
+    "node_selector",
+    "tolerations",
+    "affinity",
+    "priority_class_name",
+    "runtime_class_name",
+    "scheduler_name",
+)
+
+
+def _placement(
+    settings: StackSettings, part: str, unset: PlacementArgs | None = None
+) -> PlacementArgs:
+    """`part`'s placement settings; with `unset`, its value for each field left unset."""
+    fields: dict[str, Any] = {}
+    for field in _PLACEMENT_FIELDS:
+        value = getattr(settings, f"{part}_{field}")
+        if isinstance(value, list):
+            value = tuple(value)
+        if not value and unset is not None:
+            value = getattr(unset, field)
+        fields[field] = value
+    return PlacementArgs(**fields)
+
+
 def worker_placement(settings: StackSettings) -> PlacementArgs:
-    return PlacementArgs(
-        node_selector=tuple(settings.worker_node_selector),
-        tolerations=tuple(settings.worker_tolerations),
-        affinity=settings.worker_affinity,
-        priority_class_name=settings.worker_priority_class_name,
-        runtime_class_name=settings.worker_runtime_class_name,
-        scheduler_name=settings.worker_scheduler_name,
-    )
+    return _placement(settings, "worker")
 
 
 def frontend_placement(settings: StackSettings) -> PlacementArgs:
-    return PlacementArgs(
-        node_selector=tuple(settings.frontend_node_selector),
-        tolerations=tuple(settings.frontend_tolerations),
-        affinity=settings.frontend_affinity,
-        priority_class_name=settings.frontend_priority_class_name,
-        runtime_class_name=settings.frontend_runtime_class_name,
-        scheduler_name=settings.frontend_scheduler_name,
-    )
+    return _placement(settings, "frontend")
 
 
 def download_placement(settings: StackSettings) -> PlacementArgs:
     """The download Job's placement: each modelDownload* field set, else the workers' value (the
     Job needs the workers' kind of node: same image, GPU and NIM profile selection)."""
-    workers = worker_placement(settings)
-    return PlacementArgs(
-        node_selector=tuple(settings.model_download_node_selector) or workers.node_selector,
-        tolerations=tuple(settings.model_download_tolerations) or workers.tolerations,
-        affinity=settings.model_download_affinity or workers.affinity,
-        priority_class_name=settings.model_download_priority_class_name
-        or workers.priority_class_name,
-        runtime_class_name=settings.model_download_runtime_class_name or workers.runtime_class_name,
-        scheduler_name=settings.model_download_scheduler_name or workers.scheduler_name,
-    )
+    return _placement(settings, "model_download", unset=worker_placement(settings))
 
 
 def download_args(settings: StackSettings) -> DownloadArgs:

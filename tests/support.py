@@ -15,9 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from components.config_parser import parse_stack_config
+from components.settings import PROJECT, StackSettings
 from lab.standin import VideoStandIn
 from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.local.run import LocalTools
+from tools.stack_files import cli_config, example_site_for
 
 NGC_KEY = "nvapi-" + "test-key-0123456789abcdefXYZ"
 """A fake NGC key; tests search rendered objects, outputs and logs for it. Assembled at run time so
@@ -32,6 +35,18 @@ LOCAL_TOOLS = LocalTools(
     ffmpeg="/usr/bin/ffmpeg",
 )
 """The lab's tools as a stage's local target sees them, at paths no test runs."""
+
+
+def stack_settings(
+    stack: str, secrets: dict[str, str] | None = None, **overrides: Any
+) -> StackSettings:
+    """`stack`'s settings as the program parses them: the project's defaults, the stack file, the
+    example site, then `overrides` and `secrets` (keys without the project's prefix) as the CLI
+    passes them; a refusal is `ConfigError`."""
+    raw = cli_config(stack, example_site_for(stack) | overrides)
+    secrets = secrets or {}
+    raw |= {f"{PROJECT}:{key}": value for key, value in secrets.items()}
+    return parse_stack_config(raw, secret_keys={f"{PROJECT}:{key}" for key in secrets})
 
 
 def quiet_about_aborted_programs(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:

@@ -13,15 +13,15 @@ share (`stages.core.charts.render_routing_chart`).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from common.input_files import MAX_RECORD_BYTES, InputFileError, InputFileMissing, read_text
 from components.config_rules import MAX_WORKER_REPLICAS
 from stages.core.markdown import markdown_text
-from stages.core.model_files import CHECKED, refusal
+from stages.core.model_files import CHECKED, read_model
 from stages.errors import StageFailed
 from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
 
@@ -92,18 +92,9 @@ class GraphCounts(BaseModel):
 def read_graph_counts(artifact_dir: Path) -> GraphCounts | None:
     """A level's record, None where the program read no metrics (no file)."""
     path = artifact_dir / GRAPH_METRICS_FILE
-    try:
-        text = read_text(path, "graph metrics record", MAX_RECORD_BYTES)
-    except InputFileMissing:
+    if not os.path.lexists(path):
         return None
-    except InputFileError as problem:
-        raise GraphMetricsError(str(problem)) from None
-    try:
-        return GraphCounts.model_validate_json(text)
-    except ValidationError as problem:
-        raise GraphMetricsError(
-            f"{path} is not a graph metrics record: {refusal(problem)}"
-        ) from None
+    return read_model(GraphCounts, path, "graph metrics record", "", GraphMetricsError)
 
 
 def _share(value: float | None) -> str:

@@ -80,7 +80,7 @@ def read_model(
     path: Path,
     what: str,
     how_to_make_one: str,
-    error: type[ValueError] = ValueError,
+    error: type[Exception] = ValueError,
 ) -> Model:
     """The record at `path`; anything else (missing, not a regular file, over MAX_RECORD_BYTES,
     unreadable, not JSON, nested too deep, not this record) is `error` with a message naming the

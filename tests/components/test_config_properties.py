@@ -508,6 +508,17 @@ def pure_objects(parsed: StackSettings) -> list[Manifest]:
     return objects
 
 
+def objects_if_accepted(overrides: dict[str, Any], stack: str = "dev") -> list[Manifest] | None:
+    """What `stack` deploys with `overrides`, or None when the config check refuses it (its
+    refusals, each naming its key, are this module's to test)."""
+    raw = shipped_config(stack) | {qualified(k): cli_value(v) for k, v in overrides.items()}
+    try:
+        parsed = parse_stack_config(raw, {f"{PROJECT}:ngcApiKey"})
+    except ConfigError:
+        return None
+    return pure_objects(parsed)
+
+
 @settings(max_examples=300, deadline=None)
 @given(stack_configs())
 def test_parsed_config_is_refused_clearly_or_builds_objects_the_api_server_accepts(

@@ -10,10 +10,10 @@ import pytest
 
 from components import disruption_budget
 from components.args import DisruptionBudgetArgs
-from components.config_parser import ConfigError, parse_stack_config
+from components.config_parser import ConfigError
 from components.settings import PROJECT
+from tests.support import stack_settings
 from tools.offline import ProgramRun
-from tools.stack_files import cli_config, example_site_for
 
 RunStack = Callable[..., ProgramRun]
 PDB = "kubernetes:policy/v1:PodDisruptionBudget"
@@ -26,8 +26,7 @@ WORKER_PODS = {
 
 
 def parse(stack: str = "round-robin", **overrides: Any) -> Any:
-    raw = cli_config(stack, example_site_for(stack) | overrides)
-    return parse_stack_config(raw, secret_keys=set())
+    return stack_settings(stack, **overrides)
 
 
 def refused(**overrides: Any) -> str:

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from pulumi import RunError
 
-from components.config_parser import ConfigError, parse_stack_config
+from components.config_parser import ConfigError
 from components.live import LiveReadError
 from components.settings import PROJECT
-from tests.support import NGC_KEY
+from tests.support import NGC_KEY, stack_settings
 from tools import offline
 from tools.offline import MockCluster, ProgramRun, shared_layer_outputs
-from tools.stack_files import cli_config, example_site_for
+from tools.stack_files import example_site_for
 
 RunStack = Callable[..., ProgramRun]
 SECRET = "kubernetes:core/v1:Secret"
@@ -41,10 +41,7 @@ def cluster(ngc_version: str = "7", *missing: str) -> MockCluster:
 
 
 def parse(stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any) -> Any:
-    raw = cli_config(stack, example_site_for(stack) | overrides)
-    secrets = secrets or {}
-    raw |= {f"{PROJECT}:{key}": value for key, value in secrets.items()}
-    return parse_stack_config(raw, secret_keys={f"{PROJECT}:{key}" for key in secrets})
+    return stack_settings(stack, secrets, **overrides)
 
 
 def refused(secrets: dict[str, str] | None = None, **overrides: Any) -> str:

@@ -20,6 +20,7 @@ from components.live import LiveReadError
 from components.settings import PROJECT
 from stages.ab.plan import refuse_unhashed_frontends
 from stages.errors import UsageError
+from tests.support import stack_settings
 from tools.offline import MockCluster, ProgramRun
 from tools.stack_files import cli_config, example_site_for
 
@@ -148,8 +149,7 @@ def test_envoy_gateway_hashing_adds_a_consistent_hash_policy_on_the_route() -> N
 
 
 def settings(stack: str = "session-affinity", **overrides: Any) -> Any:
-    raw = cli_config(stack, example_site_for(stack) | overrides)
-    return parse_stack_config(raw, secret_keys=set())
+    return stack_settings(stack, **overrides)
 
 
 def refusal(stack: str = "session-affinity", **overrides: Any) -> str:

@@ -6,19 +6,17 @@ import json
 from typing import Any
 
 from components import graph_manifest, layer_manifests
-from components.config_parser import parse_stack_config
 from components.layer_manifests import SharedLayer
 from components.recipe_args import cache_args, download_args, graph_args, own_layer, worker_args
 from components.settings import StackSettings
-from tools.stack_files import cli_config, example_site_for, placeholder_secrets
+from tests.support import stack_settings
+from tools.stack_files import placeholder_secrets
 
 P = "cosmos3-nano-reasoner"
 
 
 def settings(stack: str = "round-robin", **overrides: Any) -> StackSettings:
-    raw = cli_config(stack, example_site_for(stack) | overrides)
-    secrets = {f"{P}:{key}": value for key, value in placeholder_secrets(stack).items()}
-    return parse_stack_config(raw | secrets, secret_keys=set(secrets))
+    return stack_settings(stack, placeholder_secrets(stack), **overrides)
 
 
 def layer(**kwargs: Any) -> SharedLayer:

@@ -16,6 +16,7 @@ from components.args import MonitoringArgs
 from components.config_parser import ConfigError, parse_stack_config
 from components.live import LiveReadError, ObjectRef
 from components.settings import PROJECT
+from tests.support import stack_settings
 from tools.offline import MockCluster, ProgramRun
 from tools.stack_files import cli_config, example_site_for
 
@@ -125,15 +126,13 @@ def test_the_crd_is_read_cluster_wide() -> None:
 
 
 def refusal(**overrides: Any) -> str:
-    raw = cli_config("round-robin", example_site_for("round-robin") | overrides)
     with pytest.raises(ConfigError) as caught:
-        parse_stack_config(raw, secret_keys=set())
+        stack_settings("round-robin", **overrides)
     return str(caught.value)
 
 
 def test_monitoring_is_off_by_default() -> None:
-    raw = cli_config("round-robin", example_site_for("round-robin"))
-    settings = parse_stack_config(raw, secret_keys=set())
+    settings = stack_settings("round-robin")
     assert not settings.monitoring
     assert settings.monitoring_kind == "PodMonitor" and settings.monitoring_dashboard
 

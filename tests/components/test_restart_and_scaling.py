@@ -21,6 +21,7 @@ from components.layer_manifests import SharedLayer
 from components.readiness import Outcome, graph_verdict
 from components.recipe_args import graph_args
 from components.settings import PROJECT, StackSettings
+from tests.support import stack_settings
 from tools.offline import MockCluster, ProgramRun
 from tools.stack_files import cli_config, example_site_for
 
@@ -31,8 +32,7 @@ AUTOSCALING = {"workerAutoscaling": True, "workerMinReplicas": 2, "workerMaxRepl
 
 
 def settings(**overrides: Any) -> StackSettings:
-    config = cli_config("round-robin", example_site_for("round-robin") | overrides)
-    return parse_stack_config(config, set())
+    return stack_settings("round-robin", **overrides)
 
 
 def refused(**overrides: Any) -> str:

@@ -11,6 +11,7 @@ from components import settings as settings_module
 from components.config_checks import CrossCheck
 from components.config_parser import ConfigError, declared_keys, parse_stack_config
 from components.settings import QUIET_KEYS, StackSettings
+from tests.support import stack_settings
 from tools.stack_files import cli_config, example_site_for
 
 P = "cosmos3-nano-reasoner"
@@ -19,10 +20,9 @@ P = "cosmos3-nano-reasoner"
 def parse(
     stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any
 ) -> StackSettings:
-    raw = cli_config(stack, example_site_for(stack) | overrides)
-    secrets = {"ngcApiKey": "nvapi-x"} if secrets is None else secrets
-    raw |= {f"{P}:{key}": value for key, value in secrets.items()}
-    return parse_stack_config(raw, secret_keys={f"{P}:{key}" for key in secrets})
+    return stack_settings(
+        stack, {"ngcApiKey": "nvapi-x"} if secrets is None else secrets, **overrides
+    )
 
 
 def refused(match: str, **kwargs: Any) -> str:

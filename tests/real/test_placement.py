@@ -26,12 +26,11 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from components.config_parser import ConfigError, parse_stack_config
 from components.settings import PROJECT
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.components.test_config_properties import KEYS, pure_objects, shipped_config
+from tests.components.test_config_properties import KEYS, objects_if_accepted
 from tests.components.test_placement import (
     BAD_AFFINITIES,
     BAD_NAMES,
@@ -42,7 +41,6 @@ from tests.components.test_placement import (
 )
 from tests.guardrails.support import Manifest, one_of_kind, rendered
 from tests.real.support import LAYER_SECRETS, await_namespaces_gone, delete_namespaces
-from tools.stack_files import cli_value, qualified
 from tools.validate import dry_run_violations
 from tools.violations import Violation
 
@@ -62,16 +60,6 @@ def judge(local_cluster: local.LocalCluster) -> Iterator[Judge]:
     await_namespaces_gone(local_cluster)
     yield lambda manifests: dry_run_violations(manifests, local_cluster.kubeconfig, True)
     delete_namespaces(local_cluster)
-
-
-def accepted(overrides: dict[str, Any], stack: str = "dev") -> list[Manifest] | None:
-    """What `stack` deploys with `overrides`, or None when the config check refuses it."""
-    raw = shipped_config(stack) | {qualified(k): cli_value(v) for k, v in overrides.items()}
-    try:
-        parsed = parse_stack_config(raw, {f"{PROJECT}:ngcApiKey"})
-    except ConfigError:
-        return None
-    return pure_objects(parsed)
 
 
 def _job_with(name: str, **pod_fields: Any) -> Manifest:
@@ -95,7 +83,7 @@ def _by_object(violations: list[Violation]) -> dict[str, list[Violation]]:
 
 def test_every_good_affinity_on_every_component_is_accepted_by_both(judge: Judge) -> None:
     for affinity in GOOD_AFFINITIES:
-        manifests = accepted({f"{prefix}Affinity": affinity for prefix in PREFIXES})
+        manifests = objects_if_accepted({f"{prefix}Affinity": affinity for prefix in PREFIXES})
         assert manifests is not None, affinity
         assert judge(manifests) == [], affinity
 
@@ -116,7 +104,7 @@ def test_every_field_set_at_once_is_accepted_by_both(judge: Judge) -> None:
         "modelDownloadRuntimeClassName": "nvidia",
         "modelDownloadSchedulerName": "default-scheduler",
     }
-    manifests = accepted(config)
+    manifests = objects_if_accepted(config)
     assert manifests is not None
     assert judge(manifests) == []
 
@@ -125,13 +113,13 @@ def test_what_the_check_refuses_the_api_server_refuses_in_a_pod_template(judge: 
     jobs: dict[str, Manifest] = {}
     for index, (affinity, where, _) in enumerate(BAD_AFFINITIES):
         for prefix in PREFIXES:
-            assert accepted({f"{prefix}Affinity": affinity}) is None, (prefix, where)
+            assert objects_if_accepted({f"{prefix}Affinity": affinity}) is None, (prefix, where)
         jobs[f"Job/bad-affinity-{index}"] = _job_with(f"bad-affinity-{index}", affinity=affinity)
     for index, (suffix, value, _) in enumerate(BAD_NAMES):
         if not suffix.endswith("ClassName"):
             continue  # node selector and toleration syntax: test_server_validation.py's
         for prefix in PREFIXES:
-            assert accepted({f"{prefix}{suffix}": value}) is None, (prefix, suffix)
+            assert objects_if_accepted({f"{prefix}{suffix}": value}) is None, (prefix, suffix)
         field = suffix[0].lower() + suffix[1:]
         jobs[f"Job/bad-name-{index}"] = _job_with(f"bad-name-{index}", **{field: value})
 
@@ -150,10 +138,10 @@ def test_what_the_check_refuses_beyond_the_api_server_the_job_would_take(judge: 
     `preference`."""
     jobs = []
     for index, (affinity, where, _) in enumerate(STRICTER_AFFINITIES):
-        assert accepted({"modelDownloadAffinity": affinity}) is None, where
+        assert objects_if_accepted({"modelDownloadAffinity": affinity}) is None, where
         jobs.append(_job_with(f"stricter-affinity-{index}", affinity=affinity))
     for index, (suffix, value, _) in enumerate(STRICTER_NAMES):
-        assert accepted({f"worker{suffix}": value}) is None, value
+        assert objects_if_accepted({f"worker{suffix}": value}) is None, value
         jobs.append(_job_with(f"stricter-name-{index}", schedulerName=value))
     assert judge(jobs) == []
 
@@ -181,7 +169,7 @@ def test_each_placement_key_alone_lands_as_the_api_server_accepts(
     key: str, data: st.DataObject, judge: Judge
 ) -> None:
     value, _ = data.draw(KEYS[key])
-    manifests = accepted({key: value})
+    manifests = objects_if_accepted({key: value})
     if manifests is not None:
         assert judge(manifests) == []
 

@@ -20,9 +20,7 @@ import yaml
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from components.config_parser import ConfigError, parse_stack_config
 from components.routing import RoutingProfile
-from components.settings import PROJECT
 from stages.cluster.manifests import JobSettings, perf_manifests, smoke_manifests
 from stages.core.workload import RECIPE_WORKLOAD
 from testenv import cluster as local
@@ -31,8 +29,7 @@ from testenv.crd import TESTED_SCHEMA_SHA256, crd_path
 from testenv.engine.pins import KUBERNETES_VERSION
 from tests.components.test_config_properties import (
     KEYS,
-    pure_objects,
-    shipped_config,
+    objects_if_accepted,
     stack_configs,
 )
 from tests.components.test_settings import LEGAL_EDGES
@@ -42,7 +39,6 @@ from tests.stages.cluster.fakes import cluster_outputs
 from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
 from tests.stages.cluster.test_manifests import PLAN
 from tools import validate
-from tools.stack_files import cli_value, qualified
 from tools.validate import dry_run_violations
 from tools.violations import API_SERVER, Violation, admission_violations
 
@@ -421,24 +417,13 @@ def test_namespaces_it_made_are_gone_and_others_kept(local_cluster: local.LocalC
 # --- What the program accepts, the API server accepts ----------------------------------------------
 
 
-def objects_if_accepted(stack: str, overrides: dict[str, Any]) -> list[Manifest] | None:
-    """What the stack deploys with `overrides`, or None when the config is refused (the
-    refusals, each naming its key, are `make check`'s: tests/components/)."""
-    raw = shipped_config(stack) | {qualified(k): cli_value(v) for k, v in overrides.items()}
-    try:
-        parsed = parse_stack_config(raw, {f"{PROJECT}:ngcApiKey"})
-    except ConfigError:
-        return None
-    return pure_objects(parsed)
-
-
 @settings(max_examples=100, deadline=None)
 @given(config=stack_configs())
 def test_accepted_configs_build_objects_the_api_server_accepts(
     config: tuple[str, dict[str, Any], bool], judge: Judge
 ) -> None:
     stack, overrides, _ = config
-    objects = objects_if_accepted(stack, overrides)
+    objects = objects_if_accepted(overrides, stack)
     event("refused" if objects is None else "accepted")
     if objects is not None:
         assert judge(objects) == []
@@ -451,7 +436,7 @@ def test_each_key_alone_lands_as_the_api_server_accepts(
     key: str, data: st.DataObject, judge: Judge
 ) -> None:
     value, _ = data.draw(KEYS[key])
-    objects = objects_if_accepted("dev", {key: value})
+    objects = objects_if_accepted({key: value})
     if objects is not None:
         assert judge(objects) == []
 
@@ -460,7 +445,7 @@ def test_each_key_alone_lands_as_the_api_server_accepts(
 def test_legal_edge_values_deploy_objects_the_api_server_accepts(
     overrides: dict[str, Any], judge: Judge
 ) -> None:
-    objects = objects_if_accepted("dev", overrides)
+    objects = objects_if_accepted(overrides)
     assert objects is not None
     assert judge(objects) == []
 
