@@ -98,25 +98,29 @@ check: $(DEV_VENV)/.installed
 	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS) \
 		--timeout=$(CHECK_TEST_SECONDS)
 
-# Everything, each test once: `make check`, the lab's own environments and the tests that run the
-# lab graph (one at a time: each starts a graph of processes), then the real tier (the engine's
-# tools, one local cluster per worker) with the `slow` tests beside it: the real tier mostly waits
-# on `pulumi` and the API server, so the two together take little longer than it alone. The slow
-# tests' output goes to build/slow-tests.log and is printed once both are done; either failing
-# fails the run. pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is
-# a test past its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and
-# real tiers).
+# Everything, each test once: `make check` first (a minute, and the quickest to fail), then three
+# tiers at once: the real tier (the engine's tools, one local cluster per worker) in front, and
+# beside it, niced, the tests that run the lab graph (one at a time: each starts a graph of
+# processes) and the `slow` tests. Measured on 2 cores (2026-12-05): the real tier alone kept the
+# cores 75% busy (most of a real test waits on `pulumi` and the API server), and the other two
+# need 3.3 and 4.5 core-minutes, which `nice` takes from that idle quarter rather than from the
+# real tier. Their output goes to build/lab-tests.log and build/slow-tests.log and is printed once
+# all are done; any tier failing fails the run. pytest's exit status 5 (no test collected) is a
+# failure (tests/conftest.py); so is a test past its time limit (pytest-timeout: pyproject.toml,
+# and tests/conftest.py for the lab and real tiers).
 test: check lab-setup
-	$(DEV_PY) -m pytest -m lab
 	@mkdir -p build
-	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
+	nice -n 10 $(DEV_PY) -m pytest -m lab >build/lab-tests.log 2>&1 & lab=$$!; \
+	nice -n 10 $(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
 		>build/slow-tests.log 2>&1 & slow=$$!; \
 	$(MAKE) real; real=$$?; \
-	wait $$slow; slow=$$?; \
-	echo "---- the slow tests, run beside the real tier (build/slow-tests.log) ----"; \
-	cat build/slow-tests.log; \
-	echo "make test: real tier exit status $$real, slow tests $$slow"; \
-	[ $$real -eq 0 ] && [ $$slow -eq 0 ]
+	wait $$lab; lab=$$?; wait $$slow; slow=$$?; \
+	for tier in lab slow; do \
+		echo "---- the $$tier tests, run beside the real tier (build/$$tier-tests.log) ----"; \
+		cat build/$$tier-tests.log; \
+	done; \
+	echo "make test: real tier exit status $$real, lab tier $$lab, slow tests $$slow"; \
+	[ $$real -eq 0 ] && [ $$lab -eq 0 ] && [ $$slow -eq 0 ]
 
 # The real tier alone: the pinned `pulumi`, provider and control plane (built by `make engine`),
 # SeaweedFS (the archive's S3 server), the program's and the policy pack's venvs, the lab (its

@@ -8,6 +8,7 @@ by `make test`."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,12 @@ from tools.offline import ProgramRun, run_program, shared_layer_outputs
 from tools.stack_files import example_site_for, owns_layer
 
 pytest_plugins = ["tests.s3"]
+
+# A tier `make test` starts beside another (`command &`, in a shell without job control) begins
+# with SIGINT ignored, and so would every process its tests start: a test that stops one with
+# SIGINT (Ctrl-C) would see it ignored. Ctrl-C stops the tier and what its tests start again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
