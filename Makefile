@@ -101,11 +101,14 @@ check: $(DEV_VENV)/.installed
 # Everything, each test once: `make check` first (a minute, and the quickest to fail), then three
 # tiers at once: the real tier (the engine's tools, one local cluster per worker) in front, and
 # beside it, niced, the tests that run the lab graph (one at a time: each starts a graph of
-# processes) and the `slow` tests. Measured on 2 cores (2026-12-05): the real tier alone kept the
-# cores 75% busy (most of a real test waits on `pulumi` and the API server), and the other two
-# need 3.3 and 4.5 core-minutes, which `nice` takes from that idle quarter rather than from the
-# real tier. Their output goes to build/lab-tests.log and build/slow-tests.log and is printed once
-# all are done; any tier failing fails the run. pytest's exit status 5 (no test collected) is a
+# processes) and the `slow` tests. Measured on 2 cores (2026-12-05): the real tier alone took
+# 17 min 29 s and kept the cores three quarters busy (most of a real test waits on `pulumi` and
+# the API server); the other two need about 3.3 and 3.7 core-minutes. One after the other the
+# whole took 25 min 35 s, beside each other 21 min 31 s. `nice` lets the real tier's `pulumi`
+# commands go first; the processes of a lab graph and of a cluster run in sessions of their own,
+# which the kernel schedules as groups of their own (autogroup), so it cannot order those. Their
+# output goes to build/lab-tests.log and build/slow-tests.log and is printed once all are done;
+# any tier failing fails the run. pytest's exit status 5 (no test collected) is a
 # failure (tests/conftest.py); so is a test past its time limit (pytest-timeout: pyproject.toml,
 # and tests/conftest.py for the lab and real tiers).
 test: check lab-setup

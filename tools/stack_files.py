@@ -20,9 +20,11 @@ as JSON).
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,7 @@ def cli_value(value: Any) -> str:
 
 def declared_config() -> dict[str, Any]:
     """The `config:` block of Pulumi.yaml: declarations of this project, plain values of others."""
-    declared = project_config(REPO_ROOT / "Pulumi.yaml")
+    declared = _as_read(project_config, REPO_ROOT / "Pulumi.yaml")
     if not declared:
         raise StackFileError(
             f"{REPO_ROOT / 'Pulumi.yaml'} declares no config: it is not this project's"
@@ -67,7 +69,25 @@ def declared_config() -> dict[str, Any]:
 
 def stack_file_config(stack: str) -> dict[str, Any]:
     """`Pulumi.<stack>.yaml`'s config as the CLI hands it over (an empty file: no config)."""
-    return config_values(REPO_ROOT / f"Pulumi.{stack}.yaml")
+    return _as_read(config_values, REPO_ROOT / f"Pulumi.{stack}.yaml")
+
+
+def _as_read(reader: Callable[[Path], dict[str, Any]], path: Path) -> dict[str, Any]:
+    """`reader(path)`, read again only when the file changed: composing YAML in Python takes
+    25 ms for Pulumi.yaml, and property tests build a stack's config hundreds of times."""
+    try:
+        status = path.stat()
+    except OSError:
+        return dict(reader(path))  # its own error, naming the file
+    read = _read_once(reader, path, status.st_ino, status.st_mtime_ns, status.st_size)
+    return copy.deepcopy(read)
+
+
+@functools.lru_cache(maxsize=16)
+def _read_once(
+    reader: Callable[[Path], dict[str, Any]], path: Path, *identity: int
+) -> dict[str, Any]:
+    return dict(reader(path))
 
 
 def qualified(key: str) -> str:

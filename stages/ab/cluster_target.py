@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from components.contract import OutputsError, StackOutputs
 from components.routing import RoutingProfile
 from components.settings import config_key
-from stages.ab.plan import RECIPE_GRAPH_GPUS, refuse_unhashed_frontends
+from stages.ab.plan import RECIPE_GRAPH_GPUS, refuse_unhashed_frontends, unhashed_refusal
 from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.ab.target import Say
 from stages.cluster.kubernetes_api import KubernetesApi
@@ -78,10 +78,10 @@ class ClusterAbTarget:
 
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
         """From the stack's last outputs (workers x GPUs each); the recipe's 8 if it has none.
-        Asked of every profile before anything is deployed: a stack whose workers an autoscaler
-        owns is refused here (`refuse_autoscaled`)."""
+        Asked of every profile before anything is deployed: a stack the A/B cannot measure is
+        refused here (`refuse_unmeasurable`)."""
         stack = self.stack(profile)
-        self.refuse_autoscaled(stack)
+        self.refuse_unmeasurable(profile, stack)
         try:
             outputs = StackOutputs.model_validate(self.stacks.outputs(stack))
         except (DeployError, OutputsError, ValueError):
@@ -94,15 +94,23 @@ class ClusterAbTarget:
             raise UsageError(autoscaled_refusal(stack))
         return outputs.graph_gpus
 
-    def refuse_autoscaled(self, stack: str) -> None:
-        """A UsageError when the stack's config hands its workers to an autoscaler; a key that
-        cannot be read is not set, the default (a fixed count)."""
-        try:
-            value = self.stacks.config_value(stack, config_key(AUTOSCALING_KEY))
-        except DeployError:
-            return
-        if (value or "").strip().lower() == "true":
+    def refuse_unmeasurable(self, profile: RoutingProfile, stack: str) -> None:
+        """A UsageError, before anything is deployed, when the stack's config hands its workers
+        to an autoscaler, or runs several frontends with affinity (`refuse_unhashed_frontends`,
+        which `deploy` asks again of the outputs). A key that cannot be read is taken as unset:
+        its default is a fixed count and one frontend."""
+        if self._config(stack, AUTOSCALING_KEY).lower() == "true":
             raise UsageError(autoscaled_refusal(stack))
+        frontends = self._config(stack, "frontendReplicas")
+        affinity = profile is RoutingProfile.SESSION_AFFINITY
+        if affinity and frontends.isdigit() and int(frontends) > 1:
+            raise UsageError(unhashed_refusal(stack, int(frontends)))
+
+    def _config(self, stack: str, key: str) -> str:
+        try:
+            return (self.stacks.config_value(stack, config_key(key)) or "").strip()
+        except DeployError:
+            return ""
 
     def prepare(self, say: Say) -> None:
         say(f"{self.layer_stack}: bringing the shared layer up to date")

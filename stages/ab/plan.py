@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from components.contract import StackOutputs
-from components.routing import RoutingProfile
+from components.routing import SESSION_HEADER, RoutingProfile
 from components.settings import config_key
 from stages.errors import UsageError
 
@@ -61,12 +61,15 @@ def refuse_unhashed_frontends(outputs: StackOutputs, stack: str) -> None:
     the frontend replicas without hashing the session header: with affinity and more than one
     frontend each session's requests would meet several frontends' session tables, and the
     profile would be measured as round robin."""
-    if outputs.session_header is None or outputs.frontends == 1:
-        return
-    raise UsageError(
-        f"{stack} runs {outputs.frontends} frontend replicas with session affinity: the A/B "
+    if outputs.session_header is not None and outputs.frontends > 1:
+        raise UsageError(unhashed_refusal(stack, outputs.frontends))
+
+
+def unhashed_refusal(stack: str, frontends: int) -> str:
+    return (
+        f"{stack} runs {frontends} frontend replicas with session affinity: the A/B "
         "reaches them through the operator's frontend Service, which does not hash "
-        f"{outputs.session_header}, so its numbers would be round robin's. Set "
+        f"{SESSION_HEADER}, so its numbers would be round robin's. Set "
         f"{config_key('frontendReplicas')} 1 on that stack for the A/B"
     )
 

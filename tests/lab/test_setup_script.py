@@ -83,10 +83,10 @@ def test_an_install_says_how_far_it_got_and_how_long_it_took(tmp_path: Path) -> 
 
     lines = result.stdout.splitlines()
     assert result.returncode == 0, result.stderr
-    assert "lab setup: demo-venv: fetched 1 of 2 packages (0m01s)" in lines
-    assert any(
-        line.startswith("lab setup: demo-venv: fetched 2 of 2 packages (0m0") for line in lines
-    )
+    # The first report comes after a second, later on a busy host (make test runs this niced).
+    for fetched in (1, 2):
+        line = f"lab setup: demo-venv: fetched {fetched} of 2 packages (0m0"
+        assert any(printed.startswith(line) for printed in lines), lines
     assert lines[-1].startswith("lab setup: demo-venv: installing 2 packages (0m0")
 
 
