@@ -5,7 +5,7 @@ it in full): it watches every graph on the API server and runs each with the lab
 (`lab.graph.LabGraph`): the real Dynamo frontend with the graph's frontend command line, one
 `dynamo.mocker` per worker replica (`lab.deployed_graph`). It writes the graph's `Ready` condition
 from what runs, with `observedGeneration` (`lab.deployed_graph.Phase`); restarts the graph when
-what it runs changes (the frontend's command line or environment, the worker count or pod
+what it runs changes (the frontend's command line, environment or replicas, the worker count or pod
 template, as the operator rolls the workers); stops a deleted graph's processes; and makes the
 frontend Service with the frontend's address (`lab.frontend_service`).
 
@@ -233,7 +233,7 @@ class GraphController:
             graph.stop()
             return
         managed.running = graph
-        url = f"http://127.0.0.1:{graph.frontend_port}"
+        url = f"http://127.0.0.1:{graph.client_port}"
         annotate_frontend_service(self._core, wanted, url)
         managed.phase, managed.message = Phase.READY, f"the lab's frontend serves at {url}"
         self.say(f"lab controller: {wanted.key} serves at {url}")
@@ -276,7 +276,7 @@ class GraphController:
 
 
 def _restart_needed(running: DeployedGraph, wanted: DeployedGraph) -> bool:
-    fields = ("uid", "frontend", "workers", "worker_template", "restart_id")
+    fields = ("uid", "frontend", "frontends", "workers", "worker_template", "restart_id")
     return any(getattr(running, name) != getattr(wanted, name) for name in fields)
 
 

@@ -5,7 +5,9 @@ The controller (`lab/controller.py`) turns each graph on its local API server in
 settings: the command line and `env` of the frontend container (`main`, else the first, of the
 component of type `frontend`), and one `dynamo.mocker` per replica of the components of type
 `worker` (`prefill`, `decode`): their NIM container cannot run here, so the lab's mock engine
-stands in, serving the name the stack's outputs promise (`components.names.SERVED_MODEL`).
+stands in, serving the name the stack's outputs promise (`components.names.SERVED_MODEL`). A
+frontend component of several replicas runs that many frontends behind the lab's pass-through,
+which gives each connection to one at random, as the operator's Service does (no hashing).
 docs/lab.md says what the lab sets over them. An object the lab cannot run raises
 `UnrunnableGraph`, whose message becomes the graph's not-Ready reason.
 
@@ -25,7 +27,13 @@ from typing import Any
 
 from components.names import SERVED_MODEL
 from lab.environment import LabInstall
-from lab.graph import DEFAULT_STARTUP_TIMEOUT_SECONDS, MAX_WORKERS, FrontendCommand, GraphSpec
+from lab.graph import (
+    DEFAULT_STARTUP_TIMEOUT_SECONDS,
+    MAX_FRONTENDS,
+    MAX_WORKERS,
+    FrontendCommand,
+    GraphSpec,
+)
 
 FRONTEND_TYPE = "frontend"
 WORKER_TYPES = ("worker", "prefill", "decode")
@@ -55,6 +63,8 @@ class DeployedGraph:
     uid: str
     generation: int
     frontend: FrontendCommand = field(default_factory=FrontendCommand)
+    frontends: int = 1
+    """The frontend component's replicas."""
     workers: int = 0
     worker_template: str = ""
     """The workers' pod templates, as JSON: a change restarts them, as the operator's rolling
@@ -75,6 +85,8 @@ class DeployedGraph:
             mocker_args=mapping.mocker_args,
             startup_timeout_seconds=mapping.startup_timeout_seconds,
             frontend=self.frontend,
+            frontends=self.frontends,
+            frontend_hashing=False,  # a Service spreads connections; it does not read headers
             name=self.name,
             served_model=SERVED_MODEL,
         )
@@ -88,7 +100,13 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
     if len(frontends) != 1:
         raise UnrunnableGraph(
             f"the graph has {len(frontends)} components of type {FRONTEND_TYPE!r}; the lab runs "
-            "exactly one frontend"
+            "exactly one frontend component"
+        )
+    frontend_replicas = _replicas(frontends[0])
+    if not 1 <= frontend_replicas <= MAX_FRONTENDS:
+        raise UnrunnableGraph(
+            f"the graph's frontend component has {frontend_replicas} replicas; the lab runs 1 to "
+            f"{MAX_FRONTENDS} frontends"
         )
     workers = sum(_replicas(c) for c in components if c.get("type") in WORKER_TYPES)
     if not 1 <= workers <= MAX_WORKERS:
@@ -99,6 +117,7 @@ def read_graph(graph: Mapping[str, Any]) -> DeployedGraph:
     return replace(
         graph_at(metadata),
         frontend=_frontend_command(frontends[0]),
+        frontends=frontend_replicas,
         workers=workers,
         worker_template=json.dumps(
             [c.get("podTemplate") for c in components if c.get("type") in WORKER_TYPES],

@@ -184,6 +184,8 @@ class LabGraph:
         self.pass_through: GroupProcess | None = None
         self.worker_metrics_urls: list[str] = []
         self.frontend_ports: list[int] = []
+        self.client_port = 0
+        """Where clients reach the graph, once it serves (`publish`)."""
         self.outputs_path = self.run_dir / "outputs.json"
         self._outputs: StackOutputs | None = None
 
@@ -244,8 +246,10 @@ class LabGraph:
         return self.frontend_ports[0] if self.frontend_ports else 0
 
     def publish(self, port: int) -> None:
-        """The port clients use, in the outputs and outputs.json: the frontend's, the
-        pass-through's, or a forward's in front of them (`lab up` in its own network namespace)."""
+        """The port clients use (`client_port`), in the outputs and outputs.json: the frontend's,
+        the pass-through's, or a forward's in front of them (`lab up` in its own network
+        namespace)."""
+        self.client_port = port
         self._outputs = lab_outputs(self.spec, port)
         if self._outputs is not None:
             write_file(self.outputs_path, json.dumps(self._outputs.to_json_dict(), indent=2) + "\n")

@@ -70,6 +70,17 @@ def test_workers_become_mockers_serving_the_stack_s_model() -> None:
     assert spec.routing is None
 
 
+def test_frontend_replicas_run_behind_a_pass_through_that_does_not_hash() -> None:
+    """As the operator's Service: each connection to any frontend (issue 32's question)."""
+    edited = rendered_graph("session-affinity")
+    edited["spec"]["components"][0]["replicas"] = 2
+
+    spec = read_graph(edited).spec(WorkerMapping())
+
+    assert (spec.frontends, spec.frontend_hashing) == (2, False)
+    assert read_graph(rendered_graph("session-affinity")).frontends == 1
+
+
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
@@ -88,6 +99,8 @@ def test_workers_become_mockers_serving_the_stack_s_model() -> None:
         ),
         (lambda g: g["spec"]["components"][1].update(replicas=0), "0 replicas in all"),
         (lambda g: g["spec"]["components"][1].update(replicas=500), "500 replicas in all"),
+        (lambda g: g["spec"]["components"][0].update(replicas=5), "frontend component has 5"),
+        (lambda g: g["spec"]["components"][0].update(replicas=0), "frontend component has 0"),
     ],
 )
 def test_an_object_the_lab_cannot_run_says_why(edit: Any, reason: str) -> None:

@@ -233,7 +233,7 @@ def test_a_destroyed_graph_stops_its_processes_and_its_service_goes_with_it(
 # --- day two through `pulumi up`, with what runs read from the processes -------------------------
 
 
-def test_a_replica_change_is_applied_and_awaited_with_that_many_workers(
+def test_a_replica_change_is_applied_and_awaited_with_that_many_workers_and_frontends(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
     lab_stacks.run("up", "--yes", "--stack", "session-affinity")
@@ -254,6 +254,19 @@ def test_a_replica_change_is_applied_and_awaited_with_that_many_workers(
         ready = condition(lab_cluster)
         assert ready["status"] == "True" and ready["observedGeneration"] == ready["generation"]
         assert lab_stacks.outputs("session-affinity")["workerReplicas"] == replicas
+
+    # Two frontends, as the operator's Service reaches them: the outputs' URL still serves.
+    lab_stacks.run(
+        "config", "set-all", "--plaintext", "frontendReplicas=2",
+        "--plaintext", "frontendSessionHashing=dynamo-sync", "--stack", "session-affinity",
+    )  # fmt: skip
+    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    graph = serving(controller)
+    assert (graph.spec.frontends, len(graph.processes)) == (2, 2 + 1)
+    outputs = StackOutputs.model_validate(lab_stacks.outputs("session-affinity"))
+    url = published_frontend_url(outputs, lab_cluster.kubeconfig)
+    models = requests.get(reached_at(outputs, url).models_url, timeout=10).json()
+    assert SERVED_MODEL in {model["id"] for model in models["data"]}
 
 
 def test_a_rotated_key_restarts_every_worker_and_shows_no_key(
