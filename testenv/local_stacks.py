@@ -55,6 +55,9 @@ def local_project(
         PULUMI_BACKEND_URL=f"file://{backend}",
         PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,
         PULUMI_SKIP_CONFIRMATIONS="true",
+        # The language host runs `pip list` at every preview and update; in a new HOME pip would
+        # also look for a newer pip each time (a failed request in the tests' network namespace).
+        PIP_DISABLE_PIP_VERSION_CHECK="1",
         **extra_env,
     )
     return project, env
@@ -94,6 +97,14 @@ class LocalStacks:
         items += [arg for item in secrets.items() for arg in ("--secret", "=".join(item))]
         if items:
             self.run("config", "set-all", *items, "--stack", stack)
+
+    def deploy(self, stack: str, *options: str) -> None:
+        """`stack` brought up as a starting point: `pulumi up --yes --skip-preview`, as the
+        Automation API runs it. Where the preview is no part of what a test checks, skipping it
+        saves a run of the program, of the language host's `pip list` and of the provider's diffs:
+        measured, 4.3 -> 2.4 CPU-seconds for the layer stack's first `up`, 3.2 -> 1.9 for a
+        profile's. A test of `up` itself types the command as users do."""
+        self.run("up", "--yes", "--skip-preview", "--stack", stack, *options)
 
     def outputs(self, stack: str) -> dict[str, Any]:
         printed = self.run("stack", "output", "--json", "--stack", stack).stdout

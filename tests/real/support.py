@@ -16,7 +16,7 @@ from testenv import cluster as local
 from testenv.engine import Engine, cache_home
 from testenv.engine.build import located_crds
 from testenv.engine.pins import CrdSource
-from testenv.local_stacks import LAYER_SITE, LocalStacks
+from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.support import NGC_KEY
 
 SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
@@ -123,7 +123,11 @@ def pinned_crds_installed(cluster: local.LocalCluster, source: CrdSource) -> Ite
         cluster.kubectl("delete", "--wait=true", "--timeout=60s", *files)
 
 
-def layer_up(stacks: LocalStacks) -> None:
-    """The shared layer stack, configured for the local cluster and up."""
+def layer_up(stacks: LocalStacks, *profiles: str) -> None:
+    """The shared layer stack configured for the local cluster and up, then each of `profiles`
+    on it: a test's starting point (`LocalStacks.deploy`)."""
     stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    stacks.deploy("shared")
+    for profile in profiles:
+        stacks.configure(profile, SITE)
+        stacks.deploy(profile)

@@ -70,7 +70,7 @@ def configured(stacks: LocalStacks) -> None:
     stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
     for profile in PROFILES:
         stacks.configure(profile, SITE)
-    stacks.run("up", "--yes", "--stack", "shared")
+    stacks.deploy("shared")
 
 
 def assert_left_clean(stacks: LocalStacks, cluster: local.LocalCluster, engine: Engine) -> None:
@@ -119,7 +119,7 @@ def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_d
 
 def held_graph(stacks: LocalStacks, cluster: local.LocalCluster) -> None:
     """round-robin deployed with a finalizer of the test's: its destroy waits until it goes."""
-    stacks.run("up", "--yes", "--stack", "round-robin")
+    stacks.deploy("round-robin")
     patch = json.dumps({"metadata": {"finalizers": [HOLD]}})
     cluster.kubectl("patch", GRAPH, "-n", NAMESPACE, "--type=merge", "-p", patch)
 

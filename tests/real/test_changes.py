@@ -8,19 +8,12 @@ import re
 
 from testenv import cluster as local
 from testenv.cluster import objects
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS
+from testenv.local_stacks import SITE, LocalStacks
+from tests.real.support import LAYER_SECRETS, layer_up
 
 GRAPH = "dynamographdeployment/cosmos3-nano-reasoner-agg-h200-session-affinity"
 NAMESPACE = "cosmos3-nano-reasoner"
 TTL_ARG = "/spec/components/0/podTemplate/spec/containers/0/args/5"
-
-
-def deploy_affinity(stacks: LocalStacks) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
-    stacks.configure("session-affinity", SITE)
-    stacks.run("up", "--yes", "--stack", "session-affinity")
 
 
 def live_ttl(cluster: local.LocalCluster) -> str:
@@ -32,7 +25,7 @@ def live_ttl(cluster: local.LocalCluster) -> str:
 def test_a_ttl_changed_with_kubectl_shows_in_a_refreshed_preview_and_up_restores_it(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy_affinity(stacks)
+    layer_up(stacks, "session-affinity")
     patch = [
         {"op": "test", "path": TTL_ARG, "value": "300"},
         {"op": "replace", "path": TTL_ARG, "value": "120"},
@@ -52,8 +45,7 @@ def test_a_ttl_changed_with_kubectl_shows_in_a_refreshed_preview_and_up_restores
 def test_a_new_storage_class_is_refused_at_preview(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    layer_up(stacks)
     local_cluster.apply([objects.storage_class("other-rwx")])  # it exists: only protect refuses
     stacks.run("config", "set", "modelCacheStorageClass", "other-rwx", "--stack", "shared")
 

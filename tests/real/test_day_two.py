@@ -24,7 +24,7 @@ from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, exists, layer_up, paused_kwok, wait_until
 from tests.real.test_no_loss import assert_state_is_in_the_cluster
 
 NAMESPACE = "cosmos3-nano-reasoner"
@@ -43,14 +43,6 @@ LAYER_OBJECTS = (
 def text(result: subprocess.CompletedProcess[str]) -> str:
     """What a command printed, its lines joined (the CLI wraps long ones)."""
     return " ".join((result.stdout + result.stderr).split())
-
-
-def deploy(stacks: LocalStacks, *profiles: str, layer: dict[str, str] | None = None) -> None:
-    stacks.configure("shared", LAYER_SITE | (layer or {}), LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
-    for profile in profiles:
-        stacks.configure(profile, SITE)
-        stacks.run("up", "--yes", "--stack", profile)
 
 
 def layer_left(cluster: local.LocalCluster) -> set[str]:
@@ -101,7 +93,7 @@ def running(stacks: LocalStacks, *args: str) -> Iterator[subprocess.Popen[str]]:
 def test_no_destroy_of_the_layer_deletes_anything_under_a_running_graph(
     stacks: LocalStacks, local_cluster: local.LocalCluster, engine: Engine
 ) -> None:
-    deploy(stacks, *PROFILES)
+    layer_up(stacks, *PROFILES)
 
     with_preview = stacks.run("destroy", "--yes", "--stack", "shared", check=False)
     assert with_preview.returncode != 0 and "cannot be deleted because it is protected" in text(
@@ -128,7 +120,7 @@ def test_no_destroy_of_the_layer_deletes_anything_under_a_running_graph(
 def test_a_profile_destroy_leaves_the_other_profile_untouched(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks, *PROFILES)
+    layer_up(stacks, *PROFILES)
     before = local_cluster.kubectl(
         "get", "dgd", "cosmos3-nano-reasoner-agg-h200-session-affinity", "-n", NAMESPACE,
         "-o", "jsonpath={.metadata.uid}/{.metadata.generation}",
@@ -182,7 +174,7 @@ def test_a_kept_cache_survives_every_destroy_of_the_stack_that_reads_it(
 def test_an_image_bump_shows_every_stacks_diff_and_is_applied_layer_first(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks, "round-robin")
+    layer_up(stacks, "round-robin")
     old_job = job_uid(local_cluster)
     image = "nvcr.io/nim/nvidia/cosmos3:2.2.0"
     for stack in ("shared", "round-robin"):
@@ -214,7 +206,7 @@ def test_an_image_bump_shows_every_stacks_diff_and_is_applied_layer_first(
 def test_a_mirror_then_a_placement_change_reach_the_download_and_the_graph(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks, "round-robin")
+    layer_up(stacks, "round-robin")
     stacks.run("config", "set", "registryServer", "mirror.example:5000", "--stack", "shared")
     stacks.run("config", "set", "registryUsername", "robot", "--stack", "shared")
     password = "mirror-" + "password-0123456789"
@@ -253,7 +245,7 @@ def test_a_mirror_then_a_placement_change_reach_the_download_and_the_graph(
 def test_a_layer_key_on_a_profile_stack_is_refused_naming_it_and_its_stack(
     stacks: LocalStacks,
 ) -> None:
-    deploy(stacks)
+    layer_up(stacks)
     stacks.configure("round-robin", SITE | {"modelCacheSize": "1Ti", "namespace": "elsewhere"})
 
     refused = stacks.run("preview", "--stack", "round-robin", check=False)
@@ -269,7 +261,7 @@ def test_a_layer_key_on_a_profile_stack_is_refused_naming_it_and_its_stack(
 def test_refresh_after_the_cluster_wrote_status_then_no_change_on_every_stack(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks, *PROFILES)
+    layer_up(stacks, *PROFILES)
     # Status, a finalizer and a label written by others (the operator, a team): none is the program's.
     graph = "dgd/cosmos3-nano-reasoner-agg-h200-round-robin"
     local_cluster.kubectl("label", graph, "-n", NAMESPACE, "team=inference")
@@ -286,7 +278,7 @@ def test_refresh_after_the_cluster_wrote_status_then_no_change_on_every_stack(
 def test_a_renamed_layer_stack_is_found_again_by_its_new_name(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks, "round-robin")
+    layer_up(stacks, "round-robin")
 
     stacks.run("stack", "rename", "layer", "--stack", "shared")
 
@@ -382,7 +374,7 @@ def test_a_download_interrupted_or_killed_is_waited_for_never_restarted(
 def test_a_graph_never_ready_fails_at_its_timeout_with_its_reason_and_a_re_run_waits_again(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy(stacks)
+    layer_up(stacks)
     stacks.configure("round-robin", SITE | {"graphReadyTimeoutSeconds": "10"})
 
     with paused_kwok(local_cluster):

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from testenv import cluster as local
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, paused_kwok, wait_until
+from testenv.local_stacks import SITE, LocalStacks
+from tests.real.support import layer_up, paused_kwok, wait_until
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-round-robin"
@@ -90,10 +90,9 @@ def evict(cluster: local.LocalCluster, pod: str) -> None:
 def test_the_budget_refuses_an_eviction_past_it_and_allows_one_within_it(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    layer_up(stacks)
     stacks.configure("round-robin", SITE)
-    stacks.run("up", "--yes", "--stack", "round-robin")
+    stacks.deploy("round-robin")
 
     spec = json.loads(local_cluster.kubectl("get", "pdb", BUDGET, "-n", NAMESPACE, "-o", "json"))
     assert spec["spec"]["maxUnavailable"] == 1

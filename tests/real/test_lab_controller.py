@@ -31,8 +31,14 @@ from stages.incluster.processes import group_members
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.engine import Engine
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, MIN_FREE_VOLUMES, delete_namespaces, wait_until
+from testenv.local_stacks import SITE, LocalStacks
+from tests.real.support import (
+    LAYER_SECRETS,
+    MIN_FREE_VOLUMES,
+    delete_namespaces,
+    layer_up,
+    wait_until,
+)
 
 # `make real` shares tests out one by one (--dist loadgroup); this module's tests stay together:
 # its cluster and controller are set up once, on one worker.
@@ -79,8 +85,7 @@ def lab_stacks(
     if lab_cluster.free_volumes() < MIN_FREE_VOLUMES:  # each test's claim binds one for good
         lab_cluster.add_volumes(MIN_FREE_VOLUMES)
     stacks = LocalStacks.create(tmp_path, lab_cluster)
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    layer_up(stacks)
     stacks.configure("session-affinity", SITE | {"workerReplicas": str(WORKERS)})
     yield stacks
     delete_namespaces(lab_cluster)
@@ -127,7 +132,7 @@ def test_pulumi_up_ends_once_the_graph_serves_and_the_outputs_lead_to_it(
 def test_a_ttl_changed_in_stack_config_restarts_the_frontend_with_the_new_argument(
     lab_stacks: LocalStacks, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     before = frontend_cmdline(serving(controller))
     assert before[before.index("--router-session-affinity-ttl-secs") + 1] == "300"
 
@@ -144,7 +149,7 @@ def test_a_ttl_changed_in_stack_config_restarts_the_frontend_with_the_new_argume
 def test_the_process_follows_frontend_args_changed_with_kubectl(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     patch = [
         {"op": "test", "path": f"{FRONTEND_ARGS}/5", "value": "300"},
         {"op": "replace", "path": f"{FRONTEND_ARGS}/5", "value": "77"},
@@ -177,7 +182,7 @@ def test_the_process_follows_frontend_args_changed_with_kubectl(
 def test_an_argument_the_frontend_refuses_leaves_the_graph_not_ready_with_why(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     patch = [{"op": "add", "path": f"{FRONTEND_ARGS}/-", "value": "--no-such-option"}]
     lab_cluster.kubectl(
         "patch", "dgd", GRAPH, "-n", NAMESPACE, "--type=json", "-p", json.dumps(patch)
@@ -197,7 +202,7 @@ def test_an_argument_the_frontend_refuses_leaves_the_graph_not_ready_with_why(
 def test_a_killed_worker_takes_the_graph_out_of_ready_with_the_reason(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     worker = serving(controller).processes[1]
 
     os.killpg(worker.pgid, signal.SIGKILL)
@@ -213,7 +218,7 @@ def test_a_killed_worker_takes_the_graph_out_of_ready_with_the_reason(
 def test_a_destroyed_graph_stops_its_processes_and_its_service_goes_with_it(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     pgids = [process.pgid for process in serving(controller).processes]
     service = f"service/{GRAPH}-frontend"
     annotation = lab_cluster.kubectl("get", service, "-n", NAMESPACE, "-o", "json")
@@ -236,7 +241,7 @@ def test_a_destroyed_graph_stops_its_processes_and_its_service_goes_with_it(
 def test_a_replica_change_is_applied_and_awaited_with_that_many_workers_and_frontends(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     assert len(serving(controller).processes) == 1 + WORKERS
 
     for replicas in (3, 1):
@@ -272,7 +277,7 @@ def test_a_replica_change_is_applied_and_awaited_with_that_many_workers_and_fron
 def test_a_rotated_key_restarts_every_worker_and_shows_no_key(
     lab_stacks: LocalStacks, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     before = {process.name: process.pgid for process in serving(controller).processes[1:]}
     rotated = "nvapi-" + "rotated-key-9876543210abcdefQRS"
 
@@ -294,7 +299,7 @@ def test_a_rotated_key_restarts_every_worker_and_shows_no_key(
 def test_a_graph_that_cannot_start_fails_the_up_early_with_its_reason(
     lab_stacks: LocalStacks, lab_cluster: local.LocalCluster, controller: GraphController
 ) -> None:
-    lab_stacks.run("up", "--yes", "--stack", "session-affinity")
+    lab_stacks.deploy("session-affinity")
     lab_stacks.run("config", "set", "workerReplicas", "200", "--stack", "session-affinity")
 
     began = time.monotonic()

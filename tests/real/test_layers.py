@@ -13,17 +13,9 @@ import yaml
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS
+from tests.real.support import LAYER_SECRETS, layer_up
 
 PROFILES = ("round-robin", "session-affinity")
-
-
-def deploy_layers(cli: LocalStacks) -> None:
-    cli.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    cli.run("up", "--yes", "--stack", "shared")
-    for profile in PROFILES:
-        cli.configure(profile, SITE)
-        cli.run("up", "--yes", "--stack", profile)
 
 
 def stage(cli: LocalStacks, profile: str, *argv: str) -> subprocess.CompletedProcess[str]:
@@ -44,7 +36,7 @@ def stage(cli: LocalStacks, profile: str, *argv: str) -> subprocess.CompletedPro
 def test_profile_stacks_stand_on_the_shared_layer(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy_layers(stacks)
+    layer_up(stacks, *PROFILES)
 
     graphs = local_cluster.kubectl(
         "get", "dynamographdeployments", "-n", "cosmos3-nano-reasoner", "-o", "name"
@@ -90,7 +82,7 @@ def test_a_profile_stack_without_its_layer_is_refused_in_one_line(stacks: LocalS
 def test_every_stage_takes_what_the_engine_stored(
     stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
-    deploy_layers(stacks)
+    layer_up(stacks, *PROFILES)
     for profile in PROFILES:
         smoke = stage(stacks, profile, "smoke", "--dry-run")
         assert smoke.returncode == 0, smoke.stderr

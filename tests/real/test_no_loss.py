@@ -61,7 +61,7 @@ def test_a_replacing_change_leaves_every_object_in_place(
     key: str, value: str, changes: str, stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
     stacks.configure("dev", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "dev")
+    stacks.deploy("dev")
     before = assert_state_is_in_the_cluster(stacks, local_cluster, "dev")
 
     stacks.run("config", "set", key, value, "--stack", "dev")
@@ -83,7 +83,7 @@ def test_a_change_that_would_delete_the_cache_is_refused_and_loses_nothing(
     key: str, value: str, stacks: LocalStacks, local_cluster: local.LocalCluster
 ) -> None:
     stacks.configure("dev", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "dev")
+    stacks.deploy("dev")
     before = assert_state_is_in_the_cluster(stacks, local_cluster, "dev")
 
     stacks.run("config", "set", key, value, "--stack", "dev")

@@ -24,7 +24,7 @@ from stages.cluster.run import ClusterOptions
 from testenv import cluster as local
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, exists, paused_kwok, wait_until
+from tests.real.support import LAYER_SECRETS, exists, layer_up, paused_kwok, wait_until
 
 ORG = "organization"
 LAYER = f"{ORG}/cosmos3-nano-reasoner/shared"
@@ -63,8 +63,7 @@ def test_up_returns_what_stack_output_prints_and_relays_progress(
 def test_a_new_layer_output_reaches_the_profiles_though_no_resource_changes(
     stacks: LocalStacks, pulumi_stacks: PulumiStacks, said: list[str]
 ) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
+    layer_up(stacks)
     program = stacks.project / "__main__.py"
     program.write_text(program.read_text() + '\npulumi.export("layerRevision", 2)\n')
     target = ClusterAbTarget(stacks=pulumi_stacks, cluster=ClusterOptions(), gpus=8)
@@ -171,7 +170,7 @@ def test_a_destroy_that_meets_a_lock_is_retried(
 ) -> None:
     stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
     stacks.configure("round-robin", SITE)
-    stacks.run("up", "--yes", "--stack", "shared")
+    stacks.deploy("shared")
     with paused_kwok(local_cluster):
         holder = subprocess.Popen(
             ["pulumi", "up", "--yes", "--stack", "round-robin", "--non-interactive"],

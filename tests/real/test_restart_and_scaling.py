@@ -14,19 +14,14 @@ from typing import Any
 import pytest
 
 from testenv import cluster as local
-from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS
+from testenv.local_stacks import SITE, LocalStacks
+from tests.real.support import layer_up
 
 NAMESPACE = "cosmos3-nano-reasoner"
 GRAPH = "cosmos3-nano-reasoner-agg-h200-round-robin"
 STACK = "round-robin"
 AUTOSCALER = "dgdsa-stand-in"
 """The field manager of the count: on a cluster, the operator's adapter writes it."""
-
-
-def layer_up(stacks: LocalStacks) -> None:
-    stacks.configure("shared", LAYER_SITE, LAYER_SECRETS)
-    stacks.run("up", "--yes", "--stack", "shared")
 
 
 def live_graph(cluster: local.LocalCluster) -> dict[str, Any]:
