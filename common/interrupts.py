@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from types import TracebackType
 
+from common import REPO_ROOT
+
 EXIT_INTERRUPTED = 130
 """128 + SIGINT: what a shell reports for a command ended by Ctrl-C, and what our mains return."""
 
@@ -55,9 +57,8 @@ def command_name(main_file: str) -> str:
     if main_file == "-m":
         return "python -m"
     path = Path(main_file)
-    root = Path(__file__).resolve().parents[1]
     try:
-        parts = path.resolve().relative_to(root).with_suffix("").parts
+        parts = path.resolve().relative_to(REPO_ROOT).with_suffix("").parts
     except (OSError, ValueError):
         return path.name or "python"
     module = ".".join(parts[:-1] if parts[-1] == "__main__" else parts)

@@ -20,12 +20,12 @@ import difflib
 import functools
 import json
 from collections.abc import Collection, Mapping
-from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
 from pydantic import TypeAdapter, ValidationError
 
+from common import REPO_ROOT
 from common.credentials import credential_kind, mask
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
 from common.terminal import invisible_characters, visible
@@ -42,7 +42,7 @@ from components.settings import (
     config_key,
 )
 
-PROJECT_FILE = Path(__file__).resolve().parents[1] / "Pulumi.yaml"
+PROJECT_FILE = REPO_ROOT / "Pulumi.yaml"
 """Declares every key with its default; the CLI merges the defaults under the stack's own values."""
 
 REGISTRY_KEYS = frozenset({"frontendImage", "workerImage", "registryServer"})

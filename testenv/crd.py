@@ -26,11 +26,12 @@ from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from common import REPO_ROOT
 from common.input_files import MAX_CRD_BYTES, InputFileError, InputFileMissing, check_regular_file
 
 ENV = "COSMOS3_DGD_CRD"
 FILE_NAME = "nvidia.com_dynamographdeployments.yaml"
-DEFAULT = Path(__file__).resolve().parents[2] / "shared" / "reference" / FILE_NAME
+DEFAULT = REPO_ROOT.parent / "shared" / "reference" / FILE_NAME
 GRAPH_GROUP = "nvidia.com"
 GRAPH_KIND = "DynamoGraphDeployment"
 GRAPH_VERSION = "v1beta1"

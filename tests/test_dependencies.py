@@ -29,12 +29,13 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
 
-ROOT = Path(__file__).resolve().parents[1]
+from common import REPO_ROOT
+
 PROJECT = "cosmos3-nano-reasoner"
 LOCKS = {
-    "deploy": ROOT / "requirements.txt",
-    "stages": ROOT / "requirements-stages.lock",
-    "dev": ROOT / "requirements-dev.lock",
+    "deploy": REPO_ROOT / "requirements.txt",
+    "stages": REPO_ROOT / "requirements-stages.lock",
+    "dev": REPO_ROOT / "requirements-dev.lock",
 }
 """Each group's lock; a lock holds its group and every group before it."""
 GROUPS = tuple(LOCKS)
@@ -78,7 +79,7 @@ RUNS_ELSEWHERE = {"lab/tiny_model.py": "the lab's Dynamo venv runs it (it import
 
 
 def pyproject() -> dict[str, object]:
-    loaded: dict[str, object] = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    loaded: dict[str, object] = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
     return loaded
 
 
@@ -125,7 +126,7 @@ def via(path: Path) -> dict[NormalizedName, list[str]]:
 
 def makefile_rule(target: str) -> tuple[str, list[str]]:
     """A Makefile rule's prerequisites and recipe lines."""
-    lines = (ROOT / "Makefile").read_text().splitlines()
+    lines = (REPO_ROOT / "Makefile").read_text().splitlines()
     for index, line in enumerate(lines):
         if line.startswith(f"{target}:"):
             recipe = []
@@ -138,7 +139,7 @@ def makefile_rule(target: str) -> tuple[str, list[str]]:
 
 
 def makefile_variable(name: str) -> str:
-    found = re.search(rf"^{name} :?= *(.*)$", (ROOT / "Makefile").read_text(), re.MULTILINE)
+    found = re.search(rf"^{name} :?= *(.*)$", (REPO_ROOT / "Makefile").read_text(), re.MULTILINE)
     assert found, f"the Makefile does not set {name}"
     return found[1].strip()
 
@@ -198,7 +199,7 @@ def test_each_lock_says_why_each_package_is_there_and_how_to_remake_it(group: st
 
 def test_the_venvs_install_the_same_versions_as_the_policy_pack() -> None:
     """The tests load the policy pack in .venv-dev; `pulumi preview` runs it in policy/venv."""
-    pack = pins(ROOT / "policy" / "requirements.txt")
+    pack = pins(REPO_ROOT / "policy" / "requirements.txt")
     dev = pins(LOCKS["dev"])
     assert {name: dev[name] for name in pack.keys() & dev.keys()} == {
         name: pack[name] for name in pack.keys() & dev.keys()
@@ -234,10 +235,10 @@ def test_what_the_code_imports_is_declared_in_its_group(group: str, code: tuple[
 
 
 def test_the_policy_pack_imports_only_what_its_own_lock_pins() -> None:
-    pack = pins(ROOT / "policy" / "requirements.txt")
+    pack = pins(REPO_ROOT / "policy" / "requirements.txt")
     providers = metadata.packages_distributions()
     for module, files in third_party_imports(("policy",)).items():
-        if (ROOT / "policy" / module).is_dir():
+        if (REPO_ROOT / "policy" / module).is_dir():
             continue  # `rules`: the CLI puts policy/ first on sys.path
         dists = {canonicalize_name(dist) for dist in providers.get(module, [])}
         assert dists & pack.keys(), f"{module} ({sorted(files)}): not in policy/requirements.txt"
@@ -247,7 +248,7 @@ def test_the_policy_pack_imports_only_what_its_own_lock_pins() -> None:
 
 
 def test_pulumi_runs_the_program_in_the_deploy_venv() -> None:
-    project = yaml.safe_load((ROOT / "Pulumi.yaml").read_text())
+    project = yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())
     assert project["runtime"]["name"] == "python"
     assert project["runtime"]["options"]["toolchain"] == "pip"
     assert project["runtime"]["options"]["virtualenv"] == ".venv" == makefile_variable("VENV")
@@ -283,7 +284,7 @@ def test_each_venv_is_made_from_its_own_lock_by_the_venv_script(venv: str) -> No
 
 
 def test_the_venv_script_installs_the_lock_and_nothing_else() -> None:
-    script = (ROOT / "scripts" / "venv.sh").read_text()
+    script = (REPO_ROOT / "scripts" / "venv.sh").read_text()
     installs = [line.strip() for line in script.splitlines() if "pip install" in line]
     assert installs == [
         '"$venv/bin/python" -m pip install "${quiet[@]}" --constraint "$pip_constraint" pip',
@@ -293,7 +294,7 @@ def test_the_venv_script_installs_the_lock_and_nothing_else() -> None:
 
 def test_nothing_in_the_makefile_runs_the_deploy_venv() -> None:
     """Stages, lab, tools and tests run in .venv-dev; the deploy venv is `pulumi`'s alone."""
-    text = (ROOT / "Makefile").read_text()
+    text = (REPO_ROOT / "Makefile").read_text()
     uses = [
         line.strip()
         for line in text.splitlines()
@@ -310,11 +311,16 @@ def test_no_tests_collected_fails_the_run() -> None:
     nothing = ["-k", "no_test_is_named_like_this"]
 
     with_hook = subprocess.run(
-        [*command, *nothing], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+        [*command, *nothing],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     without_hook = subprocess.run(
         [*command, *nothing, "--noconftest"],
-        cwd=ROOT,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=300,
@@ -416,11 +422,11 @@ def _marker_holds(marker: Marker, extras: frozenset[str]) -> bool:
 def third_party_imports(code: Iterable[str]) -> dict[str, set[str]]:
     """Top-level modules outside the standard library that the code's import closure imports."""
     found: dict[str, set[str]] = {}
-    todo = [path for entry in code for path in python_files(ROOT / entry)]
+    todo = [path for entry in code for path in python_files(REPO_ROOT / entry)]
     done: set[Path] = set()
     while todo:
         path = todo.pop()
-        relative = path.relative_to(ROOT).as_posix()
+        relative = path.relative_to(REPO_ROOT).as_posix()
         if path in done or relative in RUNS_ELSEWHERE:
             continue
         done.add(path)
@@ -434,7 +440,9 @@ def third_party_imports(code: Iterable[str]) -> dict[str, set[str]]:
 
 
 def python_files(entry: Path) -> Iterator[Path]:
-    assert entry.exists(), f"{entry.relative_to(ROOT)} is gone: update tests/test_dependencies.py"
+    assert entry.exists(), (
+        f"{entry.relative_to(REPO_ROOT)} is gone: update tests/test_dependencies.py"
+    )
     if entry.is_file():
         yield entry
     else:
@@ -454,7 +462,7 @@ def module_files(module: str) -> Iterator[Path]:
     """The files importing a first-party module runs: its packages' __init__ and itself."""
     parts = module.split(".")
     for depth in range(1, len(parts) + 1):
-        base = ROOT.joinpath(*parts[:depth])
+        base = REPO_ROOT.joinpath(*parts[:depth])
         for candidate in (base / "__init__.py", base.with_suffix(".py")):
             if candidate.is_file():
                 yield candidate

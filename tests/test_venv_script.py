@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "venv.sh"
+from common import REPO_ROOT
+
+SCRIPT = REPO_ROOT / "scripts" / "venv.sh"
 
 # Each new venv is a `python -m venv` with pip: seconds when idle, minutes on a busy host.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

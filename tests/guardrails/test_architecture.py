@@ -9,6 +9,7 @@ with `Over 300 lines:` and says, in a few words at least, why it is one cohesive
 from __future__ import annotations
 
 import ast
+import re
 import shutil
 import subprocess
 import sys
@@ -180,3 +181,36 @@ def test_an_import_of_a_conftest_is_found(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("from tests.conftest import NGC_KEY\n")
     assert conftest_imports(tmp_path) == ["tests/test_x.py: from tests.conftest import ..."]
+
+
+ROOT_FROM_FILE = re.compile(r"Path\(__file__\)\.resolve\(\)\.parents\[\d+\]")
+"""How a module would find the clone's root by itself, beside `common.REPO_ROOT`."""
+ROOT_DEFINED = {"common/__init__.py", "policy/__main__.py", "tests/guardrails/test_architecture.py"}
+"""Where that is right: REPO_ROOT itself, and the policy pack's entry point, which puts the root on
+sys.path before `common` can be imported (and this module, whose examples spell it)."""
+
+
+def roots_from_file(root: Path) -> list[str]:
+    """Modules that compute the repository root themselves: it has one name, REPO_ROOT."""
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        relative = path.relative_to(root).as_posix()
+        if relative.startswith((".", "build/")) or "/venv/" in relative or relative in ROOT_DEFINED:
+            continue
+        if ROOT_FROM_FILE.search(path.read_text()):
+            found.append(relative)
+    return found
+
+
+def test_the_repository_root_has_one_name() -> None:
+    assert roots_from_file(REPO_ROOT) == []
+
+
+def test_a_root_computed_again_is_found(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("REPO = Path(__file__).resolve().parents[1]\n")
+    (tmp_path / "common").mkdir()
+    (tmp_path / "common" / "__init__.py").write_text(
+        "REPO_ROOT = Path(__file__).resolve().parents[1]\n"
+    )
+    assert roots_from_file(tmp_path) == ["tests/test_x.py"]

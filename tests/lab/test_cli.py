@@ -9,15 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from lab.__main__ import main as lab_main
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def run_lab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "lab", *args],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,15 +6,15 @@ The real runs are on the real tier (tests/real/test_lab_controller.py, test_lab_
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from lab.cluster_ab import GRAPH_READY_TIMEOUT_SECONDS, profile_config
 from lab.deployed_graph import Phase, graph_status
 from lab.frontend_service import reached_at
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+MANIFESTS = REPO_ROOT / "manifests"
 
 
 def test_the_affinity_stack_gets_the_recipe_ttl_at_the_time_scale() -> None:

@@ -4,18 +4,18 @@ objects the program renders (manifests/, the offline render's goldens), and wher
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from common import REPO_ROOT
 from components.names import SERVED_MODEL
 from components.routing import RoutingProfile, routing_for
 from lab.deployed_graph import UnrunnableGraph, WorkerMapping, read_graph
 from lab.graph import FrontendCommand, GraphSpec, listen_on
 
-MANIFESTS = Path(__file__).resolve().parents[2] / "manifests"
+MANIFESTS = REPO_ROOT / "manifests"
 
 
 def rendered_graph(profile: str) -> dict[str, Any]:

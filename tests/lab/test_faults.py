@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from common import REPO_ROOT
 from components.routing import RoutingProfile
 from lab.graph import LabGraph
 from stages.core.report import write_report
@@ -31,7 +32,6 @@ from tests.lab.support import command_line, processes_with, served_requests
 from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
 StartGraph = Callable[..., LabGraph]
 SWEEP = [
     "--videos",
@@ -63,7 +63,7 @@ def perf_stage(outputs: Path, out: Path, concurrency: str) -> subprocess.Popen[s
         concurrency,
         *SWEEP,
     ]
-    return subprocess.Popen(command, cwd=REPO, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True)
 
 
 def read_until(stage: subprocess.Popen[str], marker: str, seen: list[str]) -> None:
@@ -164,7 +164,7 @@ def test_a_sigkilled_lab_leaves_no_process_behind(lab_install: object, tmp_path:
     ]
     lab = subprocess.Popen(
         command,
-        cwd=REPO,
+        cwd=REPO_ROOT,
         env=os.environ | {name: value},
         stderr=subprocess.PIPE,
         text=True,
@@ -199,7 +199,7 @@ def test_lab_up_says_when_a_worker_and_then_the_frontend_die(
     marker = f"DYN_FILE_KV={run_dir}"
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
     lab = subprocess.Popen(
-        command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         seen: list[str] = []

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import requests
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile, frontend_args
 from lab.graph import LabGraph, LabGraphError
@@ -23,7 +24,6 @@ from stages.incluster.processes import group_members
 from tests.lab.support import command_line, processes_with, served_requests
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
 StartGraph = Callable[..., LabGraph]
 
 
@@ -158,7 +158,7 @@ def test_a_signal_stops_the_lab_command_and_its_graph(
     reap_marked.append(f"DYN_FILE_KV={run_dir}")
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
     lab = subprocess.Popen(
-        command, cwd=REPO, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         assert lab.stderr is not None
@@ -212,7 +212,7 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
     ]
     env = os.environ | {name: value}
     lab = subprocess.Popen(
-        command, cwd=REPO, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
     try:
         assert lab.stderr is not None

@@ -19,6 +19,7 @@ from typing import Any, ClassVar, Self
 import pytest
 
 import lab.__main__ as lab_cli
+from common import REPO_ROOT
 from common.output_folders import claimed_folder
 from components.routing import RoutingProfile, routing_for
 from lab import isolation
@@ -84,7 +85,7 @@ def test_the_lab_never_writes_a_folder_holding_a_users_files(
 
 
 def test_the_committed_prediction_is_the_labs_own_folder() -> None:
-    docs = Path(__file__).resolve().parents[2] / "docs" / "lab-prediction"
+    docs = REPO_ROOT / "docs" / "lab-prediction"
     with claimed_folder(docs, WRITER, command=f"{WRITER} report"):
         pass
     assert not (docs / ".run.lock").exists()

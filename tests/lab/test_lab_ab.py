@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from components.routing import RoutingProfile
 from lab.ab import LabAbTarget, lab_archive
 from lab.environment import LabInstall
@@ -24,7 +25,6 @@ from stages.archive import list_runs
 from stages.core.results import ProfileResults
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[2]
 TINY = LAB_WORKLOAD.model_copy(
     update={
         "videos": 2,
@@ -97,7 +97,7 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
     ]
 
     result = subprocess.run(
-        command, cwd=REPO, capture_output=True, text=True, timeout=600, check=False
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False
     )
 
     assert result.returncode == 0, result.stderr[-3000:]
@@ -130,7 +130,7 @@ def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: 
     assert "Requests per worker (the workers' and the frontend's own /metrics" in report
     assert "| session affinity | " in report
     again = subprocess.run(
-        command, cwd=REPO, capture_output=True, text=True, timeout=120, check=False
+        command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False
     )
     assert again.returncode == 0, again.stdout + again.stderr[-3000:]
     assert "round-robin: skipped" in again.stdout, again.stdout

@@ -8,15 +8,14 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from lab.environment import LabInstall
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def run_setup(**env: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", "lab/setup.sh"],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=900,
@@ -35,12 +34,12 @@ def test_an_unusable_python_fails_with_a_clear_message(tmp_path: Path) -> None:
 
 def test_the_locks_pin_every_package_exactly() -> None:
     for lock in ("lab/requirements-dynamo.lock", "stages/requirements-aiperf.lock"):
-        lines = (REPO / lock).read_text().splitlines()
+        lines = (REPO_ROOT / lock).read_text().splitlines()
         pins = [line for line in lines if line and not line.startswith("#")]
         assert pins and all("==" in pin and ";" not in pin for pin in pins), lock
-    dynamo = (REPO / "lab/requirements-dynamo.lock").read_text()
+    dynamo = (REPO_ROOT / "lab/requirements-dynamo.lock").read_text()
     assert "ai-dynamo==1.6.1" in dynamo and "ai-dynamo-runtime==1.6.1" in dynamo
-    assert "aiperf==0.13.0" in (REPO / "stages/requirements-aiperf.lock").read_text()
+    assert "aiperf==0.13.0" in (REPO_ROOT / "stages/requirements-aiperf.lock").read_text()
 
 
 @pytest.mark.lab
@@ -68,7 +67,7 @@ def watch_fake_pip(tmp_path: Path, status: int) -> subprocess.CompletedProcess[s
     script = f"source lab/setup.sh\nlog={tmp_path}/pip.log\nstatus={status}\n{FAKE_PIP}"
     return subprocess.run(
         ["bash", "-c", script],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=60,

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
@@ -20,15 +21,13 @@ from stages.cli import main
 from tests.stages.support import FIXTURES, lab_outputs_for
 from tests.support import LOCAL_TOOLS
 
-REPO = Path(__file__).resolve().parents[2]
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("stage", ["smoke", "perf", "report", "archive"])
 def test_every_stage_has_help(stage: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "stages", stage, "--help"],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,

@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages import cli, targets
@@ -332,7 +333,7 @@ def test_report_never_replaces_a_users_file(tmp_path: Path, names: list[str]) ->
 
 def test_report_refuses_the_project_folder(tmp_path: Path) -> None:
     argv = report_argv(cli.Path.cwd())
-    if cli.Path.cwd().resolve() != Path(__file__).resolve().parents[2]:
+    if cli.Path.cwd().resolve() != REPO_ROOT:
         pytest.skip("run from the project root")
     status, _, err = run_command("user files (stages)", stages_main, argv)
     assert status == 2 and "is the project's own folder" in err

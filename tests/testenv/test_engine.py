@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from testenv.engine import build, go, pins
-
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def go_mod(wrapper: str) -> str:
@@ -53,7 +52,7 @@ def test_every_kubernetes_staging_module_is_pinned_to_the_same_release() -> None
 
 def test_the_program_asks_for_the_provider_the_engine_builds() -> None:
     for lock in ("requirements.txt", "requirements-stages.lock", "requirements-dev.lock"):
-        locked = (ROOT / lock).read_text()
+        locked = (REPO_ROOT / lock).read_text()
         assert f"\npulumi-kubernetes=={pins.PROVIDER_VERSION}\n" in locked, lock
 
 

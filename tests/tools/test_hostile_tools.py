@@ -18,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from common import REPO_ROOT
 from components import k8s_values as k8s
 from tests.support import quiet_about_aborted_programs
 from tests.tally import flag, record, run_command, texts_below
@@ -90,7 +91,7 @@ def test_the_render_never_replaces_a_users_file(
 
 @pytest.mark.parametrize("out", [".", "..", "/", "manifests", "docs", "components"])
 def test_the_render_never_writes_into_the_project(out: str) -> None:
-    root = Path(__file__).resolve().parents[2]
+    root = REPO_ROOT
     before = digests(root / "manifests")
 
     status, _, err = run_command("user files (tools)", render.main, render_argv(root / out))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from lab.planner.calibration import Calibration
 from lab.planner.measured_table import RECIPE_TABLE
 from lab.planner.prediction import CellDeviation, Prediction, cell_deviations
@@ -52,7 +53,7 @@ def test_a_missed_cell_names_the_effect_that_pushes_it_that_way(
     assert reason(missed, workers=8) == why
 
 
-DOCS = Path(__file__).resolve().parents[3] / "docs" / "lab-prediction"
+DOCS = REPO_ROOT / "docs" / "lab-prediction"
 PAGE = DOCS.parent / "lab-prediction.md"
 SUMMARY_START = "<!-- prediction summary:"
 SUMMARY_END = "<!-- end of prediction summary -->"

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from pulumi.automation import OutputValue
 
+from common import REPO_ROOT
 from stages.ab.pulumi_stacks import (
     DeployError,
     PulumiStacks,
@@ -16,11 +17,9 @@ from stages.ab.pulumi_stacks import (
     _output_tail,
 )
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def test_a_missing_cli_is_a_deploy_error(tmp_path: Path) -> None:
-    stacks = PulumiStacks(REPO, lambda _: None, pulumi_root=tmp_path / "nowhere")
+    stacks = PulumiStacks(REPO_ROOT, lambda _: None, pulumi_root=tmp_path / "nowhere")
 
     with pytest.raises(DeployError, match=r"cannot use the Pulumi CLI \(.*nowhere/bin/pulumi\)"):
         stacks.outputs("round-robin")

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from common import REPO_ROOT
 from components.routing import RoutingProfile
 from stages.archive import ArchiveLocation, archive_run
 from stages.archive.cli import main as archive_cli
@@ -26,7 +27,6 @@ from tests.stages.archive.helpers import (
 )
 from tests.stages.archive.test_listing import put_bad_manifests
 
-REPO = Path(__file__).resolve().parents[3]
 COMMANDS = ["push", "list", "pull", "incomplete", "clean"]
 
 
@@ -153,7 +153,7 @@ def test_clean_through_python_m_stages(tmp_path: Path, location: ArchiveLocation
 
     def run(*extra: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "stages", *clean, *extra]
-        return subprocess.run(command, cwd=REPO, capture_output=True, text=True, check=False)
+        return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False)
 
     young = run()
     done = run("--older-than", "0")

@@ -9,19 +9,17 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
-from pathlib import Path
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.cluster.api import Condition, JobState, Manifest, PodState
 from stages.errors import ClusterUnreachable
 
-REPO = Path(__file__).resolve().parents[3]
-
 
 def cluster_outputs(profile: RoutingProfile) -> StackOutputs:
     """The outputs the real program exports for a shipped profile stack (golden manifests)."""
-    return StackOutputs.load(REPO / "manifests" / profile.value / "outputs.json")
+    return StackOutputs.load(REPO_ROOT / "manifests" / profile.value / "outputs.json")
 
 
 @dataclass(frozen=True)

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from stages.incluster.processes import (
     deferred_interrupts,
     group_members,
     signals_as_keyboard_interrupt,
     start_group_process,
 )
-
-REPO = Path(__file__).resolve().parents[3]
 
 
 def test_a_sigterm_during_the_block_is_raised_only_after_it_completes() -> None:
@@ -80,7 +79,7 @@ def wait_until(condition: Callable[[], bool], seconds: float) -> bool:
 def test_a_sigkilled_parent_leaves_no_child_behind(tmp_path: Path) -> None:
     driver = subprocess.Popen(
         [sys.executable, "-c", DRIVER, str(tmp_path)],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
         start_new_session=True,

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from common import REPO_ROOT
 from components.routing import SESSION_HEADER, RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
@@ -25,7 +26,6 @@ from stages.local.run import run_local_perf, run_local_smoke
 from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
-REPO = Path(__file__).resolve().parents[3]
 StartGraph = Callable[..., LabGraph]
 
 TINY = LAB_WORKLOAD.model_copy(
@@ -45,7 +45,7 @@ def test_smoke_stage_passes_against_the_lab(start_graph: StartGraph) -> None:
 
     result = subprocess.run(
         [sys.executable, "-m", "lab", "stage", "smoke", "--outputs", str(graph.outputs_path)],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=180,
@@ -110,7 +110,7 @@ def test_smoke_stage_reads_outputs_from_stdin(start_graph: StartGraph) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "lab", "stage", "smoke", "--outputs", "-"],
         input=graph.outputs_path.read_text(),
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=180,
@@ -138,7 +138,7 @@ def test_smoke_stage_fails_with_a_reason_when_the_frontend_is_gone(start_graph: 
             "--wait-seconds",
             "2",
         ],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=180,
@@ -187,7 +187,7 @@ def test_a_lab_graphs_outputs_need_the_lab(start_graph: StartGraph) -> None:
 
     result = subprocess.run(
         [sys.executable, "-m", "stages", "smoke", "--outputs", str(graph.outputs_path)],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=60,
