@@ -31,9 +31,11 @@ import pulumi
 import pytest
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
+from pydantic.alias_generators import to_camel
 
 from components import k8s_values as k8s
 from components.affinity import affinity_problems
+from components.config_checks import FRONTEND_PLACEMENT_FIELDS
 from components.config_parser import ConfigError, parse_stack_config
 from components.config_rules import MAX_GPUS_PER_POD, MAX_WORKER_REPLICAS
 from components.graph_manifest import graph_deployment
@@ -446,11 +448,24 @@ def stack_configs(draw: st.DrawFn) -> tuple[str, dict[str, Any], bool]:
     stack = draw(st.sampled_from(["dev", "dev", "shared", "round-robin"]))
     keys = draw(st.permutations(sorted(KEYS)))[: draw(st.integers(1, 4))]
     drawn = {key: draw(KEYS[key]) for key in keys}
+    overrides = {key: value for key, (value, _) in drawn.items()}
     return (
         stack,
-        {key: value for key, (value, _) in drawn.items()},
-        all(ok for _, ok in drawn.values()),
+        overrides,
+        all(ok for _, ok in drawn.values()) and not refused_together(overrides),
     )
+
+
+FRONTEND_PLACEMENT_KEYS = sorted(to_camel(field) for field in FRONTEND_PLACEMENT_FIELDS)
+
+
+def refused_together(overrides: dict[str, Any]) -> bool:
+    """Values valid alone that a cross-check refuses together (components/config_checks.py): the
+    frontend placed on a stack that deploys no graph. Hypothesis found `frontendNodeSelector` with
+    `deployGraph` false refused, rightly, where this module had counted the config valid. Set means
+    not empty, as the check reads it."""
+    placed = any(overrides.get(key) not in (None, "", []) for key in FRONTEND_PLACEMENT_KEYS)
+    return overrides.get("deployGraph") == "false" and placed
 
 
 @functools.cache
@@ -517,6 +532,15 @@ def objects_if_accepted(overrides: dict[str, Any], stack: str = "dev") -> list[M
     except ConfigError:
         return None
     return pure_objects(parsed)
+
+
+def test_values_valid_alone_and_refused_together_are_not_counted_valid() -> None:
+    together = {"frontendNodeSelector": ["0="], "deployGraph": "false"}  # hypothesis's example
+    assert refused_together(together) and objects_if_accepted(together) is None
+    for alone in ({"frontendNodeSelector": ["0="]}, {"deployGraph": "false"}):
+        assert not refused_together(alone) and objects_if_accepted(alone) is not None
+    unset = {"frontendPriorityClassName": "", "deployGraph": "false"}
+    assert not refused_together(unset) and objects_if_accepted(unset) is not None
 
 
 @settings(max_examples=300, deadline=None)
