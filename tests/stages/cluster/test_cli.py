@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from common import REPO_ROOT
 from components.routing import RoutingProfile
 from stages.archive import checked_files
 from stages.cli import main
@@ -25,7 +26,6 @@ from stages.core.results import ProfileResults
 from stages.errors import EXIT_STATUSES
 from stages.incluster.log_exports import Export, export_lines
 from tests.stages.cluster.fakes import (
-    REPO,
     FakeCluster,
     Frame,
     cluster_outputs,
@@ -59,7 +59,7 @@ def use_fake(monkeypatch: pytest.MonkeyPatch) -> Callable[[list[Frame]], FakeClu
 def test_help_documents_the_exit_codes(stage: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "stages", stage, "--help"],
-        cwd=REPO,
+        cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         check=False,

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
+from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
 from policy.rules import image_is_pinned, looks_secret
@@ -52,7 +53,7 @@ from stages.core.pod_plans import (
 )
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
-from tests.stages.cluster.fakes import REPO, cluster_outputs, pod_files
+from tests.stages.cluster.fakes import cluster_outputs, pod_files
 
 PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
@@ -412,9 +413,9 @@ def test_the_pod_installs_the_labs_aiperf_lock_and_the_projects_ffmpeg_pin() -> 
     script = containers(manifests)[0]["args"][0]
 
     assert f"aiperf=={AIPERF_VERSION}" in lock.splitlines()
-    assert lock == (REPO / "stages" / "requirements-aiperf.lock").read_text()
+    assert lock == (REPO_ROOT / "stages" / "requirements-aiperf.lock").read_text()
     assert "--no-deps -r /config/requirements-aiperf.lock" in script
-    assert IMAGEIO_FFMPEG in (REPO / "requirements-stages.lock").read_text().splitlines()
+    assert IMAGEIO_FFMPEG in (REPO_ROOT / "requirements-stages.lock").read_text().splitlines()
     assert "exec python -m stages.incluster.perf_pod /config/perf-plan.json.gz" in script
 
 
@@ -435,7 +436,7 @@ def test_the_volume_lays_out_every_config_map_key_as_the_program_expects(
         entry = job["metadata"]["name"].rsplit("-", 1)[1] + "_pod.py"
         for name in ("pod_common.py", "processes.py", entry):
             path = f"stages/incluster/{name}"
-            assert program[path] == (REPO / "stages" / "incluster" / name).read_bytes()
+            assert program[path] == (REPO_ROOT / "stages" / "incluster" / name).read_bytes()
 
 
 def top_level_imports(source: str) -> set[str]:
@@ -450,7 +451,7 @@ def top_level_imports(source: str) -> set[str]:
 
 
 def test_the_pod_program_needs_only_the_standard_library() -> None:
-    for path in (REPO / "stages" / "incluster").glob("*.py"):
+    for path in (REPO_ROOT / "stages" / "incluster").glob("*.py"):
         imported = top_level_imports(path.read_text())
 
         assert imported - set(sys.stdlib_module_names) <= {"stages"}, path.name
