@@ -105,11 +105,11 @@ check: $(DEV_VENV)/.installed
 # 17 min 29 s and kept the cores three quarters busy (most of a real test waits on `pulumi` and
 # the API server); the other two need about 3.3 and 3.7 core-minutes. One after the other the
 # whole took 25 min 35 s, beside each other 21 min 31 s; on another 2-core machine, 18 min 56 s,
-# and 17 min 42 s once the real tests' starting points skipped the preview (real tier 18 min 1 s
-# -> 16 min 44 s; docs/engine.md, "Where the real tier's CPU goes"). `nice` lets the real
-# tier's `pulumi` commands go first; the processes of a lab graph and of a cluster run in
-# sessions of their own, which the kernel schedules as groups of their own (autogroup), so it
-# cannot order those. Their output, with their ten slowest tests, goes to build/lab-tests.log
+# and 16 min 42 s to 17 min 42 s once the real tests' starting points skipped the preview (real
+# tier 18 min 1 s -> 15 min 47 s to 16 min 44 s; alone, 13 min 26 s: docs/engine.md, "Where the
+# real tier's CPU goes"). `nice` lets the real tier's `pulumi` commands go first; the processes
+# of a lab graph and of a cluster run in sessions of their own, which the kernel schedules as
+# groups of their own (autogroup), so it cannot order those. Their output, with their ten slowest tests, goes to build/lab-tests.log
 # and build/slow-tests.log and is printed once all are done; any tier failing fails the run.
 # pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is a test past
 # its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and real
