@@ -142,7 +142,7 @@ STRICTER_AFFINITIES: list[tuple[Manifest, str, str]] = [
 
 PREFIXES = ("worker", "frontend", "modelDownload")
 
-BAD_NAMES: list[tuple[str, str, str]] = [
+BAD_NAMES: list[tuple[str, str | list[str], str]] = [
     # (key suffix, value, what the message says)
     ("PriorityClassName", "High_Priority", "RFC 1123 subdomain"),
     ("PriorityClassName", "a" * 254, "no more than 253"),
