@@ -63,7 +63,7 @@ def flag(family: str, outcome: str, count: int = 1) -> None:
 
 
 def run_command(
-    family: str, main: Callable[[Sequence[str]], int], argv: Sequence[str], seconds: int = 60
+    family: str, main: Callable[[list[str]], int], argv: Sequence[str], seconds: int = 60
 ) -> tuple[int, str, str]:
     """`main(argv)` in this process: its exit status (argparse's exits too), stdout and stderr.
     A traceback or a hang is counted, then fails the test."""

@@ -49,7 +49,7 @@ class Reader:
     """A command that reads a file: its `main`, its command line given the file and a scratch
     folder, the status it refuses with, and whether the file is YAML (else JSON)."""
 
-    main: Callable[[Sequence[str]], int]
+    main: Callable[[list[str]], int]
     argv: Callable[[Path, Path], list[str]]
     status: int = 2
     yaml: bool = False

@@ -238,7 +238,7 @@ def test_the_mock_shared_layer_is_what_the_shipped_shared_stack_stores(run_stack
 
 
 def _graph_without_routing(run: ProgramRun) -> dict[str, Any]:
-    graph = json.loads(json.dumps(run.one(DGD).inputs))
+    graph: dict[str, Any] = json.loads(json.dumps(run.one(DGD).inputs))
     del graph["metadata"]["name"]
     args = graph["spec"]["components"][0]["podTemplate"]["spec"]["containers"][0]["args"]
     flag = "--router-session-affinity-ttl-secs"
@@ -317,16 +317,12 @@ def test_bad_config_registers_nothing(run_stack: RunStack) -> None:
         recorded.append(run)
         return run
 
-    offline.ProgramRun = recording  # type: ignore[misc]
-    try:
-        with pytest.raises(RunError):
-            run_program(
-                "dev",
-                {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
-                secrets={"ngcApiKey": NGC_KEY},
-            )
-    finally:
-        offline.ProgramRun = original  # type: ignore[misc]
+    with mock.patch.object(offline, "ProgramRun", recording), pytest.raises(RunError):
+        run_program(
+            "dev",
+            {"profile": "nope", "kubeContext": "c", "modelCacheStorageClass": "x"},
+            secrets={"ngcApiKey": NGC_KEY},
+        )
     assert recorded and recorded[0].resources == []
 
 
@@ -511,7 +507,7 @@ def test_a_download_that_fails_while_awaited_fails_the_run_saying_why(run_stack:
 
 
 def test_a_graph_that_says_failed_fails_the_run_with_its_reason(run_stack: RunStack) -> None:
-    failed = {
+    failed: dict[str, Any] = {
         "metadata": {"name": "cosmos3-nano-reasoner-agg-h200-round-robin", "generation": 1},
         "status": {
             "state": "failed",

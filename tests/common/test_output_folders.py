@@ -18,7 +18,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -51,20 +53,31 @@ def snapshot(folder: Path) -> dict[str, str]:
     return found
 
 
-states = st.fixed_dictionaries(
-    {
-        "user": st.lists(st.sampled_from(USER_NAMES), unique=True, max_size=3),
-        "own": st.lists(st.sampled_from(OWN_NAMES), unique=True, max_size=3),
-        "nested": st.booleans(),
-        "marker": st.sampled_from([None, "ours", "ours-listing-none", "other", "garbage"]),
-        "link_out": st.booleans(),
-        "tracking": st.booleans(),
-        "writes": st.lists(st.sampled_from(OWN_NAMES), unique=True, min_size=1, max_size=3),
-    }
+class FolderState(TypedDict):
+    """A generated folder: its files, its marker, and how the writer claims it."""
+
+    user: list[str]
+    own: list[str]
+    nested: bool
+    marker: str | None
+    link_out: bool
+    tracking: bool
+    writes: list[str]
+
+
+states = st.builds(
+    FolderState,
+    user=st.lists(st.sampled_from(USER_NAMES), unique=True, max_size=3),
+    own=st.lists(st.sampled_from(OWN_NAMES), unique=True, max_size=3),
+    nested=st.booleans(),
+    marker=st.sampled_from([None, "ours", "ours-listing-none", "other", "garbage"]),
+    link_out=st.booleans(),
+    tracking=st.booleans(),
+    writes=st.lists(st.sampled_from(OWN_NAMES), unique=True, min_size=1, max_size=3),
 )
 
 
-def lay_out(folder: Path, outside: Path, state: dict) -> None:
+def lay_out(folder: Path, outside: Path, state: FolderState) -> None:
     folder.mkdir(parents=True)
     for name in state["user"]:
         (folder / name).write_text(f"user's {name}\n")
@@ -76,11 +89,12 @@ def lay_out(folder: Path, outside: Path, state: dict) -> None:
     if state["link_out"]:
         (folder / "01-namespace-a.yaml").unlink(missing_ok=True)
         (folder / "01-namespace-a.yaml").symlink_to(outside)
-    marker = {
+    markers: dict[str | None, dict[str, object]] = {
         "ours": {"writer": WRITER, "files": state["own"]},
         "ours-listing-none": {"writer": WRITER, "files": None},
         "other": {"writer": "python -m lab", "files": None},
-    }.get(state["marker"])
+    }
+    marker = markers.get(state["marker"])
     if marker is not None:
         (folder / MARKER_FILE).write_text(json.dumps(marker))
     elif state["marker"] == "garbage":
@@ -93,7 +107,7 @@ def lay_out(folder: Path, outside: Path, state: dict) -> None:
 )
 @given(state=states)
 def test_a_writer_never_changes_a_file_it_did_not_write(
-    tmp_path_factory: pytest.TempPathFactory, state: dict
+    tmp_path_factory: pytest.TempPathFactory, state: FolderState
 ) -> None:
     root = tmp_path_factory.mktemp("folder")
     outside = root / "outside.txt"
@@ -141,7 +155,7 @@ def test_a_writer_never_changes_a_file_it_did_not_write(
     ],
 )
 def test_refused_folders_name_the_option_and_leave_no_trace(
-    tmp_path: Path, where, message: str
+    tmp_path: Path, where: Callable[[Path], Path], message: str
 ) -> None:
     (tmp_path / "a-file").write_text("x")
     before = snapshot(tmp_path)

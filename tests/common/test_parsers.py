@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import pytest
 
@@ -48,7 +48,7 @@ def test_a_subcommand_refuses_it_too(capsys: pytest.CaptureFixture[str]) -> None
     assert "tool push: error: argument --stack: `--` is not a value" in capsys.readouterr().err
 
 
-COMMANDS: dict[str, tuple[Callable[[Sequence[str]], int], list[str], str]] = {
+COMMANDS: dict[str, tuple[Callable[[list[str]], int], list[str], str]] = {
     "archive push": (archive_cli.main, ["push", "--bucket=b", "--stack=--"], "--stack"),
     "stages perf": (stages_cli.main, ["perf", "--outputs=--"], "--outputs"),
     "lab ab": (lab_cli.main, ["ab", "--workers=--"], "--workers"),

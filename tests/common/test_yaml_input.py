@@ -17,7 +17,7 @@ from tests.support import ALIAS_BOMB
 from tests.tally import no_hang, record
 
 FAMILY = "bounded reads"
-LOADERS = [yaml.SafeLoader, yaml.CSafeLoader]
+LOADERS: list[type[yaml.SafeLoader | yaml.CSafeLoader]] = [yaml.SafeLoader, yaml.CSafeLoader]
 
 
 def laughs(levels: int, fan_out: int) -> str:

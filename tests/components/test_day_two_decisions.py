@@ -19,7 +19,8 @@ from components.outputs import SharedLayerError, shared_layer_from_outputs
 from components.provider import provider_options
 from components.readiness import Outcome, Verdict, WaitFailed
 from tests.components.test_settings import parse
-from tools.offline import SHARED_STACK, shared_layer_outputs
+from tools.offline import shared_layer_outputs
+from tools.stack_files import SHARED_STACK
 
 NOW = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
 REF = ObjectRef("batch/v1", "Job", names.MODEL_DOWNLOAD_JOB, "team-ns")

@@ -13,7 +13,7 @@ from pulumi import RunError
 
 from components.config_parser import ConfigError
 from components.live import LiveReadError
-from components.settings import PROJECT
+from components.settings import PROJECT, StackSettings
 from tests.support import NGC_KEY, stack_settings
 from tools import offline
 from tools.offline import MockCluster, ProgramRun, shared_layer_outputs
@@ -25,7 +25,7 @@ DGD = "kubernetes:nvidia.com/v1beta1:DynamoGraphDeployment"
 JOB = "kubernetes:batch/v1:Job"
 NGC = "synced-ngc"
 PULL = "synced-pull"
-EXISTING_NGC = {"ngcApiKeyFrom": NGC, "ngcApiKeyFromField": "token"}
+EXISTING_NGC: dict[str, Any] = {"ngcApiKeyFrom": NGC, "ngcApiKeyFromField": "token"}
 DIGEST = "cosmos3-nano-reasoner/credentials-digest"
 
 
@@ -40,7 +40,9 @@ def cluster(ngc_version: str = "7", *missing: str) -> MockCluster:
     )
 
 
-def parse(stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any) -> Any:
+def parse(
+    stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any
+) -> StackSettings:
     return stack_settings(stack, secrets, **overrides)
 
 
@@ -179,7 +181,9 @@ def test_a_rewritten_existing_pull_secret_changes_the_digest_keyed_with_the_ngc_
     run_stack: RunStack,
 ) -> None:
     def digest(pull_version: str) -> str:
-        objects = {("Secret", PULL): secret(PULL, pull_version)}
+        objects: dict[tuple[str, str], dict[str, Any] | None] = {
+            ("Secret", PULL): secret(PULL, pull_version)
+        }
         run = run_stack("dev", {"imagePullFrom": PULL}, cluster=MockCluster(objects))
         return worker_digest(run)
 
@@ -239,7 +243,7 @@ def test_a_registry_password_beside_an_existing_pull_secret_is_refused() -> None
     ],
 )
 def test_existing_secret_config_that_cannot_work_is_refused(
-    overrides: dict[str, str], expected: str
+    overrides: dict[str, Any], expected: str
 ) -> None:
     secrets = {"registryPassword": "pw"} if "registryServer" in overrides else {}
     assert expected in refused(secrets=secrets, **overrides)
@@ -247,13 +251,18 @@ def test_existing_secret_config_that_cannot_work_is_refused(
 
 @pytest.mark.parametrize("key", ["ngcApiKeyFrom", "imagePullFrom"])
 def test_a_profile_stack_leaves_the_existing_secrets_to_the_layer(key: str) -> None:
-    message = refused(stack="round-robin", **{key: "synced"})
+    overrides: dict[str, Any] = {key: "synced"}
+    message = refused(stack="round-robin", **overrides)
     assert f"{PROJECT}:{key} is set on a stack that reads its layer" in message
 
 
 # --- no NGC key at all, where nothing downloads ----------------------------------------------------
 
-PREFILLED = {"ngcApiKeyNeeded": False, "modelDownload": False, "modelCacheMode": "existing"}
+PREFILLED: dict[str, Any] = {
+    "ngcApiKeyNeeded": False,
+    "modelDownload": False,
+    "modelCacheMode": "existing",
+}
 
 
 def test_without_a_key_no_secret_is_made_and_no_pod_gets_one(run_stack: RunStack) -> None:

@@ -79,7 +79,11 @@ def validation_args(
 
 def violations(policy: ResourceValidationPolicy, args: ResourceValidationArgs) -> list[str]:
     reported: list[str] = []
-    policy.validate(args, lambda message, urn=None: reported.append(message))
+
+    def report(message: str, urn: str | None = None) -> None:
+        reported.append(message)
+
+    policy.validate(args, report)
     return reported
 
 

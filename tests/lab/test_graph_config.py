@@ -49,6 +49,7 @@ def test_the_main_venvs_python_settings_do_not_leak_into_dynamos(tmp_path: Path)
 
 def test_lab_outputs_follow_the_contract() -> None:
     outputs = lab_outputs(spec(RoutingProfile.SESSION_AFFINITY, workers=3), port=18000)
+    assert outputs is not None
     reloaded = StackOutputs.model_validate(outputs.to_json_dict())
 
     assert reloaded == outputs
@@ -71,6 +72,7 @@ def test_lab_outputs_follow_the_contract() -> None:
 
 def test_round_robin_outputs_have_no_session_header() -> None:
     outputs = lab_outputs(spec(RoutingProfile.ROUND_ROBIN), port=18000)
+    assert outputs is not None
 
     assert outputs.session_header is None and outputs.session_affinity_ttl_seconds is None
 

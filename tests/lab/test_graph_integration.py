@@ -83,7 +83,7 @@ def test_every_short_answer_carries_text(start_graph: StartGraph) -> None:
     # tokenizer cannot decode, about 1 in 4 two-token answers was empty text (AIPerf: a failed
     # request). 2 x 40 tokens, every id decoded: `lab.tiny_model.pad_vocabulary`.
     graph = start_graph(RoutingProfile.ROUND_ROBIN, workers=1)
-    body = {
+    body: dict[str, Any] = {
         "model": graph.outputs.served_model,
         "messages": [{"role": "user", "content": "What happens in this video ?"}],
         "max_tokens": 2,
@@ -110,6 +110,7 @@ def test_the_frontend_runs_with_the_clusters_routing_arguments(start_graph: Star
     ]
     argv = next(argv for argv in commands if argv[1:3] == ["-m", "dynamo.frontend"])
 
+    assert graph.spec.routing is not None
     assert argv[3:] == frontend_args(graph.spec.routing)
 
 

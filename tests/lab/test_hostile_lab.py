@@ -12,6 +12,7 @@ import os
 import shutil
 import socket
 import threading
+import time
 from collections import namedtuple
 from pathlib import Path
 from typing import Any, ClassVar, Self
@@ -28,6 +29,7 @@ from lab.environment import dynamo_environment
 from lab.graph import GraphSpec, LabGraph, lab_outputs
 from lab.pass_through import LOOPBACK, loopback_listener
 from stages.incluster import exit_causes
+from testenv.netns import UNSHARE
 from tests.tally import flag, record, run_command
 
 
@@ -120,7 +122,8 @@ def test_everything_the_lab_configures_listens_on_loopback(tmp_path: Path) -> No
     hosts = {key: value for key, value in env.items() if key.endswith("_HOST")}
 
     assert set(hosts.values()) == {"127.0.0.1"}, hosts
-    assert lab_outputs(spec, 1234).frontend_url == "http://127.0.0.1:1234"
+    outputs = lab_outputs(spec, 1234)
+    assert outputs is not None and outputs.frontend_url == "http://127.0.0.1:1234"
     with loopback_listener() as listener:
         assert listener.getsockname()[0] == "127.0.0.1"
 
@@ -130,9 +133,12 @@ def test_lab_up_is_run_in_its_own_network_namespace_with_a_loopback_listener_pas
 ) -> None:
     calls: list[tuple[str, list[str], dict[str, str]]] = []
     made: list[socket.socket] = []  # held here: the real exec never returns to drop it
-    monkeypatch.setattr(
-        isolation, "loopback_listener", lambda: made.append(loopback_listener()) or made[0]
-    )
+
+    def listener_held() -> socket.socket:
+        made.append(loopback_listener())
+        return made[0]
+
+    monkeypatch.setattr(isolation, "loopback_listener", listener_held)
     monkeypatch.delenv(isolation.ISOLATED_ENV, raising=False)
     monkeypatch.setattr(isolation, "can_isolate", lambda: True)
     monkeypatch.setattr(os, "execvpe", lambda file, argv, env: calls.append((file, argv, env)))
@@ -144,7 +150,7 @@ def test_lab_up_is_run_in_its_own_network_namespace_with_a_loopback_listener_pas
     (listener,) = made
     try:
         assert descriptor == listener.fileno()
-        assert file == "unshare" and argv[:4] == list(isolation.UNSHARE)
+        assert file == "unshare" and argv[:4] == list(UNSHARE)
         assert argv[-3:] == ["up", "--profile", "round-robin"]
         assert os.get_inheritable(descriptor)  # survives the exec into the namespace
         assert listener.getsockname()[0] == "127.0.0.1"  # the machine's loopback, nothing else
@@ -278,7 +284,7 @@ def test_a_dying_worker_says_why(
     frontend = DeadProcess("frontend", None, "", tmp_path / "frontend.log")  # type: ignore[arg-type]
     worker = DeadProcess("worker-0", status, log, tmp_path / "worker-0.log")
     graph.processes = [frontend, worker]  # type: ignore[list-item]
-    monkeypatch.setattr(lab_cli.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(time, "sleep", lambda seconds: None)  # lab.__main__'s time module
     calls = iter([[worker], KeyboardInterrupt()])
 
     def exited() -> Any:

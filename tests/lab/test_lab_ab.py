@@ -54,7 +54,9 @@ WORKLOAD_ARGS = [
 def test_a_failure_in_the_second_profile_then_a_resume(
     lab_install: LabInstall, tmp_path: Path
 ) -> None:
-    broken = {RoutingProfile.SESSION_AFFINITY: ("--speedup-ratio", "not-a-number")}
+    broken: dict[RoutingProfile, tuple[str, ...]] = {
+        RoutingProfile.SESSION_AFFINITY: ("--speedup-ratio", "not-a-number")
+    }
     target = LabAbTarget(out=tmp_path, workers=2, install=lab_install, mocker_args=broken)
     run = AbRun("run-1", TINY, tmp_path, lab_archive(tmp_path), commit="0" * 40)
     said: list[str] = []

@@ -62,7 +62,9 @@ class Echo(StandInHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-        port = self.server.server_address[1]
+        address = self.server.server_address
+        assert isinstance(address, tuple)  # a TCP server: (host, port)
+        port = address[1]
         session = self.headers.get(SESSION_HEADER, "")
         self.send_body(200, "text/plain", f"{port} {session} {len(body)}".encode())
 

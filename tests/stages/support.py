@@ -18,7 +18,9 @@ def lab_outputs_for(profile: RoutingProfile, port: int = 8000) -> StackOutputs:
     from lab.graph import lab_outputs
 
     spec = GraphSpec(routing=routing_for(profile, RECIPE_AFFINITY_TTL_SECONDS), workers=8)
-    return lab_outputs(spec, port)
+    outputs = lab_outputs(spec, port)
+    assert outputs is not None  # a graph with a routing has outputs of its own
+    return outputs
 
 
 def observed_probe(workers: list[list[str | int]], header: str | None) -> RoutingProbe:

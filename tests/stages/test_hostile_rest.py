@@ -195,7 +195,7 @@ def test_the_fake_cluster_seam_sees_nothing_without_a_named_context(
 ) -> None:
     outputs = cluster_outputs(RoutingProfile.ROUND_ROBIN).model_copy(update={"kube_context": None})
     fake = FakeCluster([])
-    args = (outputs, ClusterOptions(run_id="r1"), 1.0)
+    args: tuple[object, ...] = (outputs, ClusterOptions(run_id="r1"), 1.0)
     if run is run_cluster_perf:
         args = (outputs, RECIPE_WORKLOAD, tmp_path / "perf", ClusterOptions(run_id="r1"), 1.0)
 
@@ -338,7 +338,7 @@ def test_the_ab_gpu_count_names_a_malformed_kubeconfig(tmp_path: Path, shape: st
 
 # --- what a dry run refuses ----------------------------------------------------------------------
 
-REFUSED_OUTPUTS = {
+REFUSED_OUTPUTS: dict[str, tuple[str, Any]] = {
     "namespace of 64": ("namespace", "n" * 64),
     "namespace uppercase": ("namespace", "Cosmos3"),
     "namespace underscore": ("namespace", "cosmos3_nano"),
@@ -358,7 +358,7 @@ REFUSED_OUTPUTS = {
     "frontendPort 65536": ("frontendPort", 65536),
     "frontendPort -1": ("frontendPort", -1),
 }
-ACCEPTED_OUTPUTS = {
+ACCEPTED_OUTPUTS: dict[str, dict[str, Any]] = {
     "namespace of 63": {"namespace": "n" * 63},
     "namespace of 1": {"namespace": "n"},
     "port 1": {"frontendPort": 1, "frontendUrl": "http://frontend.ns.svc:1"},

@@ -392,11 +392,11 @@ def _input_config(draw: st.DrawFn, export: Data) -> Mutation:
 
 
 def _cancelled(draw: st.DrawFn, export: Data) -> Mutation:
-    value = draw(st.sampled_from([True, "yes", 1, None, []]))
+    value: object = draw(st.sampled_from([True, "yes", 1, None, []]))
     return setter(("was_cancelled",), value), ["cancelled" if value is True else "was_cancelled"]
 
 
-def _more_requests_than_sent(draw: st.DrawFn, export: Data) -> Mutation:
+def _export_more_requests_than_sent(draw: st.DrawFn, export: Data) -> Mutation:
     completed = float(export["request_count"]["avg"] + draw(st.integers(1, 10**6)))
     return setter(("request_count", "avg"), completed), ["levels[0]: request_count"]
 
@@ -410,7 +410,7 @@ EXPORT_MUTATIONS = [
     _error_summary,
     _input_config,
     _cancelled,
-    _more_requests_than_sent,
+    _export_more_requests_than_sent,
 ]
 WHOLE_FILES = [b"[1, 2]", b'"export"', b"null", b"1e400", b"{", b"", b"[" * 5000, b"\xff\xfe{}"]
 """Exports that are not a JSON object at all: the refusal can only name the file."""

@@ -332,8 +332,8 @@ def test_report_never_replaces_a_users_file(tmp_path: Path, names: list[str]) ->
 
 
 def test_report_refuses_the_project_folder(tmp_path: Path) -> None:
-    argv = report_argv(cli.Path.cwd())
-    if cli.Path.cwd().resolve() != REPO_ROOT:
+    argv = report_argv(Path.cwd())
+    if Path.cwd().resolve() != REPO_ROOT:
         pytest.skip("run from the project root")
     status, _, err = run_command("user files (stages)", stages_main, argv)
     assert status == 2 and "is the project's own folder" in err

@@ -19,6 +19,7 @@ from stages import cli, targets
 from stages.cluster import manifests
 from stages.cluster.run import ClusterOptions, smoke_objects
 from stages.core.results import ProfileResults
+from stages.core.verdicts import SmokeResult
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload
 from stages.errors import UsageError
 from stages.local.run import LocalTools
@@ -30,6 +31,7 @@ from tests.support import LOCAL_TOOLS as LOCAL
 RR = RoutingProfile.ROUND_ROBIN
 OPTIONS = ClusterOptions(image="registry.example/stages:1", run_id="run-7")
 RESULTS = ProfileResults.load(FIXTURES / "results-round-robin.json")
+SMOKE = SmokeResult("an answer")
 SMALL = PerfWorkload(
     videos=2, questions=2, output_tokens=16, concurrencies=(1, 2), prefix_tokens=8, turn_jitter_ms=0
 )
@@ -101,9 +103,9 @@ def test_the_cluster_target_runs_the_cluster_runners_with_its_options(
 ) -> None:
     calls: list[tuple[object, ...]] = []
 
-    def smoke(*args: object) -> str:
+    def smoke(*args: object) -> SmokeResult:
         calls.append(("smoke", *args))
-        return "an answer"
+        return SMOKE
 
     def perf(*args: object) -> ProfileResults:
         calls.append(("perf", *args))
@@ -114,7 +116,7 @@ def test_the_cluster_target_runs_the_cluster_runners_with_its_options(
     outputs = cluster_outputs(RR)
     target = stage_target(outputs, OPTIONS)
 
-    assert target.run_smoke(60.0) == "an answer"
+    assert target.run_smoke(60.0) is SMOKE
     assert target.run_perf(SMALL, tmp_path, 600.0) is RESULTS
     assert calls == [
         ("smoke", outputs, OPTIONS, 60.0),
@@ -158,11 +160,11 @@ def test_the_local_target_runs_the_local_runners_with_its_tools(
     calls: list[tuple[object, ...]] = []
     work_dirs: list[Path] = []
 
-    def smoke(outputs: StackOutputs, tools: LocalTools, work_dir: Path, wait: float) -> str:
+    def smoke(outputs: StackOutputs, tools: LocalTools, work_dir: Path, wait: float) -> SmokeResult:
         assert work_dir.is_dir() and work_dir.name.startswith("smoke-")
         work_dirs.append(work_dir)
         calls.append(("smoke", outputs, tools, wait))
-        return "an answer"
+        return SMOKE
 
     def perf(*args: object) -> ProfileResults:
         calls.append(("perf", *args))
@@ -173,7 +175,7 @@ def test_the_local_target_runs_the_local_runners_with_its_tools(
     outputs = lab_outputs_for(RR)
     target = stage_target(outputs, OPTIONS, LOCAL)
 
-    assert target.run_smoke(60.0) == "an answer"
+    assert target.run_smoke(60.0) is SMOKE
     assert target.run_perf(SMALL, tmp_path, 600.0) is RESULTS
     assert calls == [
         ("smoke", outputs, LOCAL, 60.0),

@@ -32,7 +32,9 @@ PROPERTIES = settings(
 
 
 @pytest.fixture(autouse=True)
-def no_engine_needed(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+def no_engine_needed(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The command finds an engine (none of its tools ever runs), and never starts a component."""
     engine = Engine(tmp_path_factory.mktemp("engine"))
     monkeypatch.setattr(cluster_cli, "located", lambda home: engine)

@@ -101,7 +101,9 @@ def altered(table: MeasuredTable, keep: int) -> MeasuredTable:
 
     def scaled(metrics: LevelMetrics, by: float) -> LevelMetrics:
         values = metrics.model_dump()
-        return LevelMetrics(**{k: v * by if v is not None else None for k, v in values.items()})
+        return LevelMetrics.model_validate(
+            {k: v * by if v is not None else None for k, v in values.items()}
+        )
 
     rows = tuple(
         row
@@ -177,7 +179,8 @@ def test_round_robin_in_lockstep_is_predicted_as_if_it_scattered() -> None:
 def test_prediction_takes_the_level_the_calibration_last_checked_instead_of_running_it() -> None:
     calibration = calibrate(RECIPE_TABLE, 1, FakeLab(), 4, say=lambda _: None)
     sweep = LabSweep(workers=8, questions=20, output_tokens=128, concurrencies=(1, 2))
-    lab, said = FakeLab(), []
+    lab = FakeLab()
+    said: list[str] = []
 
     prediction = predict(calibration, sweep, lab, 4, say=said.append)
 

@@ -9,6 +9,7 @@ import pytest
 
 from components.config_rules import MAX_WORKER_REPLICAS
 from components.routing import SESSION_HEADER
+from stages.core.ab_verdict import ABPair
 from stages.core.graph_metrics import (
     MAX_UNREADABLE,
     GraphCounts,
@@ -16,7 +17,7 @@ from stages.core.graph_metrics import (
     read_graph_counts,
     worker_load_section,
 )
-from stages.core.report import ABPair, render_markdown, write_report
+from stages.core.report import render_markdown, write_report
 from stages.core.results import ProfileResults
 from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
 from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN

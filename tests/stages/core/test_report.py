@@ -8,11 +8,9 @@ import pytest
 
 from components.routing import SESSION_HEADER, RoutingProfile
 from lab.tools import LAB_WORKLOAD
-from stages.core.ab_verdict import gain_percent
+from stages.core.ab_verdict import ABPair, ReportError, gain_percent
 from stages.core.markdown import markdown_text
 from stages.core.report import (
-    ABPair,
-    ReportError,
     format_gain,
     headline_table,
     random_scatter_hit_ratio,

@@ -123,7 +123,7 @@ def test_a_page_that_cannot_be_read_is_recorded_not_raised() -> None:
 
 
 def test_the_record_is_written_where_the_exports_are(tmp_path: Path) -> None:
-    record = {"workers": {}, "frontend": None, "unreachable": []}
+    record: dict[str, object] = {"workers": {}, "frontend": None, "unreachable": []}
 
     path = write_level_record(record, tmp_path)
 
