@@ -2,7 +2,8 @@
 
 `python -m lab ab` (and so `make lab`) runs the recipe's A/B as on a cluster, on this machine
 (docs/lab.md, "Through `pulumi up`", says each step and why): the local cluster
-(`testenv.cluster`, without kwok's stand-in status for graphs); the lab controller
+(`testenv.cluster`, without kwok's stand-in status for graphs; or, with `$COSMOS3_CLUSTER` naming
+a kubeconfig, a control plane that was already running: `lab_cluster`); the lab controller
 (`lab.controller`), which runs each DynamoGraphDeployment on it for real; a copy of the project
 with a file backend of its own (`testenv.local_stacks.local_project`), its stacks made and set
 through the Automation API (the lab's worker count, the affinity TTL at the run's time scale);
@@ -12,15 +13,18 @@ annotation the controller wrote (`lab.frontend_service`): `kubectl port-forward`
 that forwards, which kwok emulates only for ports fixed when it starts.
 
 Everything is stopped on the way out, a failure and Ctrl-C included: the controller's graphs, then
-the cluster (by PID). Its folders are under `--out`: `cluster/`, `pulumi/` (the project copy and its
+the cluster (by PID; on one that was running, what the lab added to it). Its folders are under `--out`: `cluster/`, `pulumi/` (the project copy and its
 backend, made afresh each run, as the cluster is), `runs/<namespace>/<graph>/` (each graph's logs).
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
+import testenv
 from common.confined_paths import remove_tree_inside
 from components.contract import StackOutputs
 from components.names import graph_name
@@ -39,6 +43,7 @@ from stages.cluster.run import ClusterOptions
 from stages.errors import StageError
 from testenv import cluster as local_cluster
 from testenv.cluster import objects
+from testenv.cluster.existing import attach_existing
 from testenv.crd import CrdError
 from testenv.engine import Engine, EngineError, cache_home, located
 from testenv.local_stacks import LAYER_SITE, SITE, local_project
@@ -60,6 +65,24 @@ def profile_config(profile: RoutingProfile, workers: int, scale: float) -> dict[
     if profile is RoutingProfile.SESSION_AFFINITY:
         config["sessionAffinityTtlSeconds"] = str(round(RECIPE_AFFINITY_TTL_SECONDS * scale))
     return config
+
+
+def lab_cluster(folder: Path, engine: Engine, say: Say) -> local_cluster.LocalCluster:
+    """A new local cluster in `folder`, or the control plane of the kubeconfig `$COSMOS3_CLUSTER`
+    names (testenv/cluster/existing.py); either way without kwok's graph Stage, since the lab
+    controller reports the graphs' status. A folder it names is refused: that cluster's kwok
+    would report it too."""
+    if existing := testenv.named_kubeconfig():
+        kubeconfig, context = existing
+        say(f"lab: on the cluster of context {context or '(current)'} of {kubeconfig}")
+        return attach_existing(kubeconfig, context, folder, engine, True, graph_stage=False)
+    if os.environ.get(testenv.ENV_CLUSTER):
+        raise local_cluster.ClusterError(
+            f"${testenv.ENV_CLUSTER} names a folder of `testenv.cluster up`, whose kwok reports "
+            "the graphs' status in the lab controller's place: unset it, or name the kubeconfig "
+            "of a control plane without nodes (docs/contributing.md)"
+        )
+    return local_cluster.up(folder, engine, die_with_parent=True, say=say, graph_stage=False)
 
 
 @dataclass
@@ -93,9 +116,7 @@ class ClusterGraphs:
         target.timings["setup"] = {"seconds": round(time.monotonic() - started, 1)}
 
     def _start(self, target: LabAbTarget, engine: Engine, say: Say) -> None:
-        self.cluster = local_cluster.up(
-            target.out / "cluster", engine, die_with_parent=True, say=say, graph_stage=False
-        )
+        self.cluster = lab_cluster(target.out / "cluster", engine, say)
         target.choose_conditions(say)
         mocker_args = REAL_SPEED.mocker_args(target.conditions.time_scale)
         self.controller = GraphController(

@@ -10,7 +10,8 @@ from another host, or from this one outside the namespace.
 `python -m lab up` stays reachable from your shell: before it re-executes itself it listens on
 the machine's 127.0.0.1 (passed on as an open file, `FORWARD_FD_ENV`), and inside it forwards
 each connection to its frontend (`PortForward`). Where the machine allows no unprivileged user
-namespace (some CI runners), the lab says so and runs on loopback but for the ZMQ sockets.
+namespace (some CI runners), the lab says so and runs on loopback but for the ZMQ sockets; so it
+does on a cluster `$COSMOS3_CLUSTER` names by kubeconfig, which the namespace could not reach.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import threading
 from collections.abc import Sequence
 
 from lab.pass_through import forward_connections, loopback_listener
+from testenv import ENV_CLUSTER, named_kubeconfig
 from testenv.netns import UNSHARE, can_isolate, loopback_up
 
 ISOLATED_ENV = "LAB_NETWORK_NAMESPACE"
@@ -45,6 +47,13 @@ def run_isolated(argv: Sequence[str], forward: bool = False) -> None:
         loopback_up()
         return
     if state == "off":
+        return
+    if named_kubeconfig() is not None:  # a cluster on the machine's network, not the namespace's
+        print(
+            f"{ZMQ_WARNING}; the lab runs outside a network namespace of its own, to reach the "
+            f"cluster ${ENV_CLUSTER} names",
+            file=sys.stderr,
+        )
         return
     if not can_isolate():
         print(

@@ -22,6 +22,7 @@ cluster per session.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import yaml
 
@@ -51,6 +52,7 @@ from testenv.engine import Engine
 __all__ = ["OWNER_MARK", "ClusterError", "LocalCluster", "attach", "up"]
 
 READY_TIMEOUT_SECONDS = 90.0
+MADE_BY_SELECTOR = ",".join(f"{key}={value}" for key, value in objects.MADE_BY.items())
 NODES = ("kwok-h200-0", "kwok-h200-1")
 INITIAL_VOLUMES = 8
 
@@ -64,6 +66,9 @@ class LocalCluster:
     server: str = ""
     started: list[processes.Started] = field(default_factory=list)
     children: dict[int, subprocess.Popen[bytes]] = field(default_factory=dict)
+    kept_namespaces: frozenset[str] = objects.SYSTEM_NAMESPACES
+    """Namespaces no test deletes: the system's, and on an existing cluster all it held before."""
+    STATE_PARTS: ClassVar[tuple[str, ...]] = ("cluster.json", "etcd")  # `down` removes them
 
     @property
     def kubeconfig(self) -> Path:
@@ -110,14 +115,20 @@ class LocalCluster:
             stdin=objects.as_json_stream(documents),
         )
 
+    def create(self, documents: list[dict[str, Any]]) -> None:
+        """Objects that must be new: one of the same name fails, it is never taken over."""
+        self.kubectl("create", "-f", "-", stdin=objects.as_json_stream(documents))
+
     def add_volumes(self, count: int) -> None:
-        """`count` more ReadWriteMany volumes for claims (each claim binds one, for good)."""
-        existing = self.kubectl("get", "pv", "-o", "name").split()
-        first = len(existing)
-        self.apply([objects.volume(f"model-cache-{first + n}") for n in range(count)])
+        """`count` more ReadWriteMany volumes for claims (each claim binds one, for good), under
+        names no volume has yet: applying over one would take it over."""
+        taken = set(self.kubectl("get", "pv", "-o", "name").split())
+        free = (n for n in itertools.count() if f"persistentvolume/model-cache-{n}" not in taken)
+        self.apply([objects.volume(f"model-cache-{n}") for n, _ in zip(free, range(count))])
 
     def free_volumes(self) -> int:
-        listing = json.loads(self.kubectl("get", "pv", "-o", "json"))
+        """The tier's volumes no claim has bound yet (a cluster's own are not counted)."""
+        listing = json.loads(self.kubectl("get", "pv", "-o", "json", "-l", MADE_BY_SELECTOR))
         return sum(1 for item in listing["items"] if item["status"].get("phase") == "Available")
 
     def down(self) -> list[str]:
@@ -126,8 +137,8 @@ class LocalCluster:
         self.started.clear()
         self.children.clear()
         try:
-            remove_tree_inside(self.folder, "cluster.json")
-            remove_tree_inside(self.folder, "etcd")
+            for part in self.STATE_PARTS:
+                remove_tree_inside(self.folder, part)
         except OutputFolderError as error:
             raise ClusterError(f"stopped, but left its state: {error}") from None
         return killed
@@ -140,11 +151,13 @@ def up(
     say: Callable[[str], None] = print,
     crd: Path | None = None,
     graph_stage: bool = True,
+    gpu_nodes: bool = True,
 ) -> LocalCluster:
     """Start a cluster in `folder` and return once it is usable (see the module docstring), with
     the DGD CRD `testenv.crd.crd_path(crd)` finds (missing: nothing starts; another version: a
     warning through `say`). `graph_stage` False leaves the graphs' status to another controller
-    (the lab's) instead of kwok's Stage."""
+    (the lab's) instead of kwok's Stage; `gpu_nodes` False, the control plane and the CRD alone
+    (no kwok, nodes or volumes: a cluster as `existing.attach_existing` expects one)."""
     began = time.monotonic()
     crd_file = crd_path(crd)
     if note := schema_note(load_crd(crd_file), crd_file):
@@ -153,7 +166,7 @@ def up(
     claim_folder(folder)
     cluster = LocalCluster(folder, engine)
     try:
-        _start(cluster, die_with_parent, say, crd_file, graph_stage)
+        _start(cluster, die_with_parent, say, crd_file, graph_stage, gpu_nodes)
     except BaseException:
         cluster.down()
         raise
@@ -186,6 +199,7 @@ def _start(
     say: Callable[[str], None],
     crd: Path,
     graph_stage: bool,
+    gpu_nodes: bool,
 ) -> None:
     """The control plane, then what the recipe needs of it; kwok last but one, because it must
     find the graph's kind served when it loads its Stages."""
@@ -195,40 +209,49 @@ def _start(
     cluster.server = ports.server
     config = objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key)
     write_inside(folder, "kubeconfig", yaml.safe_dump(config), mode=0o600)
+    kubeconfig = cluster.kubeconfig
+    launch(cluster, "etcd", components.etcd(engine, folder / "etcd", ports), die_with_parent)
+    apiserver = components.kube_apiserver(engine, pki, ports)
+    launch(cluster, "kube-apiserver", apiserver, die_with_parent)
+    _wait_for(cluster, "the API server's /readyz", cluster.answers)
+    manager = components.kube_controller_manager(engine, pki, kubeconfig, ports)
+    launch(cluster, "kube-controller-manager", manager, die_with_parent)
+    scheduler = components.kube_scheduler(engine, kubeconfig, ports)
+    launch(cluster, "kube-scheduler", scheduler, die_with_parent)
+    cluster.apply([objects.dgd_crd(crd)])
+    _wait_for(cluster, "the DGD CRD to be established", lambda: established(cluster))
+    if gpu_nodes:
+        add_gpu_nodes(cluster, die_with_parent, graph_stage)
+    say(f"cluster: control plane started ({', '.join(item.name for item in cluster.started)})")
+
+
+def add_gpu_nodes(cluster: LocalCluster, die_with_parent: bool, graph_stage: bool) -> None:
+    """What the recipe needs of a cluster beyond its API server, once the DGD CRD is served:
+    kwok (started here, with the graph's Stage unless `graph_stage` is False), the GPU nodes it
+    keeps Ready, the ReadWriteMany class and its first volumes."""
     try:
-        kwok_config = objects.kwok_config(engine.kwok_stages, graph_stage)
+        kwok_config = objects.kwok_config(cluster.engine.kwok_stages, graph_stage)
     except InputFileError as error:  # the engine's copy of kwok's stages, damaged
         raise ClusterError(f"{error}: build the engine again (make engine)") from None
-    stages = write_inside(folder, "kwok-stages.yaml", kwok_config)
-    env = {"PATH": os.defpath, "HOME": str(folder)}
-
-    def launch(name: str, argv: list[str]) -> None:
-        log = folder / "logs" / f"{name}.log"
-        started, popen = processes.start(name, argv, log, env, die_with_parent)
-        cluster.started.append(started)
-        cluster.children[started.pid] = popen
-        _save(cluster)
-
-    launch("etcd", components.etcd(engine, folder / "etcd", ports))
-    launch("kube-apiserver", components.kube_apiserver(engine, pki, ports))
-    _wait_for(cluster, "the API server's /readyz", cluster.answers)
-    kubeconfig = cluster.kubeconfig
-    launch(
-        "kube-controller-manager",
-        components.kube_controller_manager(engine, pki, kubeconfig, ports),
-    )
-    launch("kube-scheduler", components.kube_scheduler(engine, kubeconfig, ports))
-    cluster.apply([objects.dgd_crd(crd)])
-    _wait_for(cluster, "the DGD CRD to be established", lambda: _established(cluster))
-    launch("kwok", components.kwok(engine, kubeconfig, stages))
-    say(f"cluster: control plane started ({', '.join(item.name for item in cluster.started)})")
-    volumes = [objects.volume(f"model-cache-{n}") for n in range(INITIAL_VOLUMES)]
-    nodes = [objects.gpu_node(name) for name in NODES]
-    cluster.apply([objects.storage_class(), *nodes, *volumes])
+    stages = write_inside(cluster.folder, "kwok-stages.yaml", kwok_config)
+    kwok = components.kwok(cluster.engine, cluster.kubeconfig, stages)
+    launch(cluster, "kwok", kwok, die_with_parent)
+    cluster.apply([objects.storage_class(), *[objects.gpu_node(name) for name in NODES]])
+    cluster.add_volumes(INITIAL_VOLUMES)
     _wait_for(cluster, "the kwok nodes to be Ready", lambda: _nodes_ready(cluster))
 
 
-def _established(cluster: LocalCluster) -> bool:
+def launch(cluster: LocalCluster, name: str, argv: list[str], die_with_parent: bool) -> None:
+    """One component, its log in the cluster's folder, recorded in `cluster.json` at once."""
+    env = {"PATH": os.defpath, "HOME": str(cluster.folder)}
+    log = cluster.folder / "logs" / f"{name}.log"
+    started, popen = processes.start(name, argv, log, env, die_with_parent)
+    cluster.started.append(started)
+    cluster.children[started.pid] = popen
+    _save(cluster)
+
+
+def established(cluster: LocalCluster) -> bool:
     """Established, and published in the OpenAPI v3 index (a moment later), which kwok reads
     when it loads a Stage: it exits if the graph's group is not there yet."""
     path = '{.status.conditions[?(@.type=="Established")].status}'
@@ -240,9 +263,9 @@ def _established(cluster: LocalCluster) -> bool:
 
 
 def _nodes_ready(cluster: LocalCluster) -> bool:
-    path = '{.items[*].status.conditions[?(@.type=="Ready")].status}'
-    ready = cluster.kubectl("get", "nodes", "-o", f"jsonpath={path}", check=False).split()
-    return ready == ["True"] * len(NODES)
+    path = 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}'
+    listed = cluster.kubectl("get", "nodes", "-l", MADE_BY_SELECTOR, "-o", path, check=False)
+    return listed.split() == ["True"] * len(NODES)
 
 
 def _wait_for(

@@ -27,6 +27,10 @@ from testenv.crd import load_crd
 
 CONTEXT = "cosmos3-local"
 RWX_CLASS = "local-rwx"
+MADE_BY = {"cosmos3.local/made-by": "testenv"}
+"""The label of every node, volume and class the tier makes: on a cluster it attached to
+(testenv/cluster/existing.py), what it deletes when it leaves, and all it deletes."""
+SYSTEM_NAMESPACES = frozenset({"default", "kube-system", "kube-public", "kube-node-lease"})
 GPU_PRODUCT = "NVIDIA-H200"
 NODE_GPUS = 8
 VOLUME_SIZE = "1Ti"
@@ -73,6 +77,7 @@ def gpu_node(name: str) -> dict[str, Any]:
             "name": name,
             "annotations": {key: value, "node.alpha.kubernetes.io/ttl": "0"},
             "labels": {
+                **MADE_BY,
                 "kubernetes.io/hostname": name,
                 "kubernetes.io/os": "linux",
                 "kubernetes.io/arch": "amd64",
@@ -90,7 +95,7 @@ def storage_class(name: str = RWX_CLASS) -> dict[str, Any]:
     return {
         "apiVersion": "storage.k8s.io/v1",
         "kind": "StorageClass",
-        "metadata": {"name": name},
+        "metadata": {"name": name, "labels": MADE_BY},
         "provisioner": "kubernetes.io/no-provisioner",
         "volumeBindingMode": "Immediate",
         "reclaimPolicy": "Retain",
@@ -102,7 +107,7 @@ def volume(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "PersistentVolume",
-        "metadata": {"name": name, "labels": {"cosmos3.local/volume": "model-cache"}},
+        "metadata": {"name": name, "labels": {**MADE_BY, "cosmos3.local/volume": "model-cache"}},
         "spec": {
             "capacity": {"storage": VOLUME_SIZE},
             "accessModes": ["ReadWriteMany"],

@@ -6,13 +6,19 @@ The real runs are on the real tier (tests/real/test_lab_controller.py, test_lab_
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
+
+import testenv
 from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from lab.cluster_ab import GRAPH_READY_TIMEOUT_SECONDS, profile_config
+from lab.cluster_ab import GRAPH_READY_TIMEOUT_SECONDS, lab_cluster, profile_config
 from lab.deployed_graph import Phase, graph_status
 from lab.frontend_service import reached_at
+from testenv.cluster import ClusterError
+from testenv.engine import Engine
 
 MANIFESTS = REPO_ROOT / "manifests"
 
@@ -65,3 +71,19 @@ def test_a_ready_graph_reports_the_restart_its_spec_asks_for() -> None:
     assert ready["restart"] == {"observedID": "2026-12-05", "phase": "Completed"}
     assert "restart" not in graph_status(Phase.STARTING, "", 3, restart_id="2026-12-05")
     assert "restart" not in graph_status(Phase.READY, "", 3)
+
+
+def test_a_cluster_folder_in_the_switch_is_refused_before_the_lab_starts_anything(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A folder of `testenv.cluster up` runs kwok's graph Stage, which would report the graphs'
+    status in the lab controller's place; a kubeconfig is the lab's way to an existing cluster."""
+    monkeypatch.setenv(testenv.ENV_CLUSTER, str(tmp_path))
+    said: list[str] = []
+
+    with pytest.raises(ClusterError) as refused:
+        lab_cluster(tmp_path / "cluster", Engine(tmp_path / "engine"), said.append)
+
+    assert "$COSMOS3_CLUSTER names a folder of `testenv.cluster up`" in str(refused.value)
+    assert "name the kubeconfig of a control plane without nodes" in str(refused.value)
+    assert not (tmp_path / "cluster").exists() and said == []

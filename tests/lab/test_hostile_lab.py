@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Self
 import pytest
 
 import lab.__main__ as lab_cli
+import testenv
 from common import REPO_ROOT
 from common.output_folders import claimed_folder
 from components.routing import RoutingProfile, routing_for
@@ -140,6 +141,7 @@ def test_lab_up_is_run_in_its_own_network_namespace_with_a_loopback_listener_pas
 
     monkeypatch.setattr(isolation, "loopback_listener", listener_held)
     monkeypatch.delenv(isolation.ISOLATED_ENV, raising=False)
+    monkeypatch.delenv(testenv.ENV_CLUSTER, raising=False)
     monkeypatch.setattr(isolation, "can_isolate", lambda: True)
     monkeypatch.setattr(os, "execvpe", lambda file, argv, env: calls.append((file, argv, env)))
 
@@ -156,6 +158,25 @@ def test_lab_up_is_run_in_its_own_network_namespace_with_a_loopback_listener_pas
         assert listener.getsockname()[0] == "127.0.0.1"  # the machine's loopback, nothing else
     finally:
         listener.close()
+
+
+def test_on_a_cluster_named_by_kubeconfig_the_lab_stays_on_the_machines_network_and_says_so(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The namespace's only interface is its own loopback: a cluster on the machine's could not
+    be reached from it."""
+    (tmp_path / "kubeconfig").write_text("apiVersion: v1\n")
+    monkeypatch.setenv(testenv.ENV_CLUSTER, str(tmp_path / "kubeconfig"))
+    monkeypatch.delenv(isolation.ISOLATED_ENV, raising=False)
+    monkeypatch.setattr(isolation, "can_isolate", lambda: True)
+    calls: list[str] = []
+    monkeypatch.setattr(os, "execvpe", lambda file, argv, env: calls.append(file))
+
+    isolation.run_isolated(["ab"])
+
+    assert calls == []
+    assert "the lab runs outside a network namespace of its own, to reach the cluster " \
+        "$COSMOS3_CLUSTER names" in capsys.readouterr().err  # fmt: skip
 
 
 def test_inside_the_namespace_the_listener_is_taken_and_no_child_inherits_it(

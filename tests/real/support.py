@@ -19,15 +19,16 @@ from testenv.engine.pins import CrdSource
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
 from tests.support import NGC_KEY
 
-SYSTEM_NAMESPACES = {"default", "kube-system", "kube-public", "kube-node-lease"}
 MIN_FREE_VOLUMES = 4
 LAYER_SECRETS = {"ngcApiKey": NGC_KEY}
 
 
 def delete_namespaces(running: local.LocalCluster, wait: bool = True) -> None:
     """Every namespace a test made goes (with what it holds), so the next test starts clean; a
-    graph a failed test left held by a finalizer is let go first. Without `wait`, the deletion
-    goes on while the next test sets up, which then awaits it (`await_namespaces_gone`)."""
+    graph a failed test left held by a finalizer is let go first. The cluster's own namespaces
+    stay (`kept_namespaces`: on one the tier attached to, all it held before). Without `wait`,
+    the deletion goes on while the next test sets up, which then awaits it
+    (`await_namespaces_gone`)."""
     held = running.kubectl(
         "get", "dgd", "-A", "-o", "jsonpath={range .items[?(@.metadata.finalizers)]}"
         "{.metadata.namespace}/{.metadata.name} {end}",
@@ -37,7 +38,7 @@ def delete_namespaces(running: local.LocalCluster, wait: bool = True) -> None:
         running.kubectl("patch", "dgd", name, "-n", namespace, "--type=merge",
                         "-p", '{"metadata":{"finalizers":null}}')  # fmt: skip
     names = running.kubectl("get", "namespaces", "-o", "jsonpath={.items[*].metadata.name}").split()
-    mine = [name for name in names if name not in SYSTEM_NAMESPACES]
+    mine = [name for name in names if name not in running.kept_namespaces]
     if mine:
         running.kubectl(
             "delete", "namespace", f"--wait={str(wait).lower()}", "--timeout=60s", *mine
@@ -50,8 +51,10 @@ def await_namespaces_gone(running: local.LocalCluster) -> None:
     the next test's set-up overlaps; a test creating a namespace that is still terminating fails."""
 
     def gone() -> bool:  # namespaces a module keeps on purpose (`keep_namespaces`) may stay
-        phases = running.kubectl("get", "namespaces", "-o", "jsonpath={.items[*].status.phase}")
-        return "Terminating" not in phases.split()
+        path = "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"
+        phases = dict(item.split("=") for item in running.kubectl("get", "ns", "-o", path).split())
+        kept = running.kept_namespaces
+        return all(phase != "Terminating" for name, phase in phases.items() if name not in kept)
 
     wait_until(gone, "the namespaces the last test deleted are gone", seconds=90)
 
@@ -110,11 +113,15 @@ def stop_engine_processes(engine: Engine, stacks: LocalStacks) -> None:
 @contextmanager
 def pinned_crds_installed(cluster: local.LocalCluster, source: CrdSource) -> Iterator[None]:
     """The CRDs of `source` (testenv.engine.pins) on `cluster` while inside, then gone again (a
-    refusal's test needs a cluster without them)."""
+    refusal's test needs a cluster without them). A cluster that has any of them already fails
+    the test: removing them would delete every object of theirs."""
     paths = located_crds(cache_home(), source)
     if not paths:
         pytest.fail(f"this test needs {source.name}'s CRDs: run `make pinned-crds`")
     files = [argument for path in paths for argument in ("-f", str(path))]
+    there = cluster.kubectl("get", *files, "--ignore-not-found", "-o", "name").split()
+    if there:
+        pytest.fail(f"this test installs and removes {source.name}'s CRDs; the cluster has {there}")
     cluster.kubectl("apply", "--server-side", *files)
     cluster.kubectl("wait", "--for=condition=Established", "--timeout=60s", *files)
     try:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+
+import pytest
 
 from testenv import cluster as local
 from testenv.cluster import objects
@@ -42,12 +45,17 @@ def test_a_ttl_changed_with_kubectl_shows_in_a_refreshed_preview_and_up_restores
     assert live_ttl(local_cluster) == "300"
 
 
-def test_a_new_storage_class_is_refused_at_preview(
-    stacks: LocalStacks, local_cluster: local.LocalCluster
-) -> None:
-    layer_up(stacks)
-    local_cluster.apply([objects.storage_class("other-rwx")])  # it exists: only protect refuses
-    stacks.run("config", "set", "modelCacheStorageClass", "other-rwx", "--stack", "shared")
+@pytest.fixture
+def other_class(local_cluster: local.LocalCluster) -> Iterator[str]:
+    """A second ReadWriteMany class, new (never a cluster's own of that name) and gone after."""
+    local_cluster.create([objects.storage_class("other-rwx")])
+    yield "other-rwx"
+    local_cluster.kubectl("delete", "storageclass", "other-rwx")
+
+
+def test_a_new_storage_class_is_refused_at_preview(stacks: LocalStacks, other_class: str) -> None:
+    layer_up(stacks)  # the class exists: only `protect` refuses
+    stacks.run("config", "set", "modelCacheStorageClass", other_class, "--stack", "shared")
 
     refused = stacks.run("preview", "--stack", "shared", check=False)
     assert refused.returncode != 0

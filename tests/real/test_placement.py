@@ -198,7 +198,7 @@ def classes(local_cluster: local.LocalCluster) -> Iterator[None]:
             },
         ],
     }
-    local_cluster.kubectl("apply", "-f", "-", stdin=json.dumps(made))
+    local_cluster.kubectl("create", "-f", "-", stdin=json.dumps(made))  # never a cluster's own
     yield
     local_cluster.kubectl("delete", "priorityclass", PRIORITY_CLASS, "--ignore-not-found")
     local_cluster.kubectl("delete", "runtimeclass", RUNTIME_CLASS, "--ignore-not-found")
