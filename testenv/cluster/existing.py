@@ -11,7 +11,9 @@ tier without harm; each refusal is a `ClusterError` that names what is wrong and
   nothing runs, never on a kubelet that would pull and run their images (so a kind or k3s
   cluster, whose nodes are real, is refused: judge manifests there with `python -m
   tools.validate --kubeconfig FILE --context NAME`);
-- it holds no DynamoGraphDeployment: kwok's Stage would write the status of every graph.
+- it holds no DynamoGraphDeployment: kwok's Stage would write the status of every graph;
+- the names the tier makes are free: none of its nodes is there yet (another run is attached, or
+  a killed one left them), and no `local-rwx` class but its own.
 
 Then it adds what `up` adds after the control plane (`add_gpu_nodes`): the tier's own kwok, a
 process here, and the GPU nodes, class and volumes, each labelled `objects.MADE_BY`. The tests
@@ -30,6 +32,7 @@ from typing import Any
 import yaml
 
 from common.confined_paths import remove_tree_inside, write_inside
+from common.credentials import mask
 from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError
 from common.yaml_input import read_yaml_file
 from testenv.cluster import MADE_BY_SELECTOR, LocalCluster, add_gpu_nodes, established, objects
@@ -62,7 +65,7 @@ def attach_existing(
     write_inside(folder, "kubeconfig", yaml.safe_dump(config), mode=0o600)
     cluster = ExistingCluster(folder, engine, server)
     try:
-        _check(cluster, f"context {name} of {kubeconfig}")
+        check_cluster(cluster, f"context {name} of {kubeconfig}")
     except BaseException:
         remove_tree_inside(folder, "kubeconfig")  # nothing was made there
         raise
@@ -97,8 +100,8 @@ class ExistingCluster(LocalCluster):
 
 
 def own_kubeconfig(kubeconfig: Path, context: str | None) -> tuple[str, str, dict[str, Any]]:
-    """(the context's name, its server, a kubeconfig of the one context as `objects.CONTEXT`) from the user's file;
-    a context that is not there is refused naming the ones that are."""
+    """(the context's name, its server, a kubeconfig of that context alone, as `objects.CONTEXT`)
+    from the user's file; a context that is not there is refused naming the ones that are."""
     try:
         documents = read_yaml_file(kubeconfig, "kubeconfig", MAX_KUBECONFIG_BYTES)
     except InputFileError as error:
@@ -150,9 +153,10 @@ def _resolved(entry: Mapping[str, Any] | None, kind: str, kubeconfig: Path) -> d
     return body
 
 
-def _check(cluster: LocalCluster, where: str) -> None:
+def check_cluster(cluster: LocalCluster, where: str) -> None:
+    """Refuses (`ClusterError`) a cluster the tier cannot use without harm (the module docstring)."""
     if not cluster.answers():
-        raise ClusterError(f"the cluster of {where} does not answer at {cluster.server}")
+        raise ClusterError(f"the cluster of {where} does not answer at {mask(cluster.server)}")
     if not established(cluster):
         raise ClusterError(
             f"the cluster of {where} has no {CRD_NAME} CRD established: the real tier needs it "

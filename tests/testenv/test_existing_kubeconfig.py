@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from testenv.cluster import ClusterError, objects
-from testenv.cluster.existing import own_kubeconfig
+from testenv.cluster import ClusterError, LocalCluster, objects
+from testenv.cluster.existing import check_cluster, own_kubeconfig
+from testenv.engine import Engine
 
 
 def users_file(tmp_path: Path, **changes: Any) -> Path:
@@ -84,3 +85,17 @@ def test_a_kubeconfig_that_is_not_a_file_is_refused_naming_it(tmp_path: Path) ->
     with pytest.raises(ClusterError) as refused:
         own_kubeconfig(tmp_path, "test-plane")
     assert str(tmp_path) in str(refused.value)
+
+
+def test_a_cluster_that_does_not_answer_is_refused_without_the_servers_credentials(
+    tmp_path: Path,
+) -> None:
+    class Silent(LocalCluster):
+        def answers(self) -> bool:
+            return False
+
+    silent = Silent(tmp_path, Engine(tmp_path), "https://user:s3cret@127.0.0.1:1")
+    with pytest.raises(ClusterError) as refused:
+        check_cluster(silent, "context test-plane of config")
+    assert "does not answer at https://<secret>@127.0.0.1:1" in str(refused.value)
+    assert "s3cret" not in str(refused.value)
