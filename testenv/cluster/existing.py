@@ -25,6 +25,7 @@ tier works through a copy of the one context in its own folder (mode 0600, the c
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from testenv.cluster import MADE_BY_SELECTOR, LocalCluster, add_gpu_nodes, estab
 from testenv.cluster.folder import ClusterError, claim_folder
 from testenv.crd import CRD_NAME, HOW_TO_GET
 from testenv.engine import Engine
+from testenv.netns import INSIDE_ENV
 
 _PATH_FIELDS = {
     "cluster": ("certificate-authority",),
@@ -156,7 +158,12 @@ def _resolved(entry: Mapping[str, Any] | None, kind: str, kubeconfig: Path) -> d
 def check_cluster(cluster: LocalCluster, where: str) -> None:
     """Refuses (`ClusterError`) a cluster the tier cannot use without harm (the module docstring)."""
     if not cluster.answers():
-        raise ClusterError(f"the cluster of {where} does not answer at {mask(cluster.server)}")
+        hint = ""
+        if os.environ.get(INSIDE_ENV) == "inside":  # `make real`'s namespace: its own loopback only
+            hint = "; `make real` runs the tier where it cannot reach it: run `pytest -m real`"
+        raise ClusterError(
+            f"the cluster of {where} does not answer at {mask(cluster.server)}{hint}"
+        )
     if not established(cluster):
         raise ClusterError(
             f"the cluster of {where} has no {CRD_NAME} CRD established: the real tier needs it "

@@ -13,6 +13,7 @@ import yaml
 from testenv.cluster import ClusterError, LocalCluster, objects
 from testenv.cluster.existing import check_cluster, own_kubeconfig
 from testenv.engine import Engine
+from testenv.netns import INSIDE_ENV
 
 
 def users_file(tmp_path: Path, **changes: Any) -> Path:
@@ -88,14 +89,22 @@ def test_a_kubeconfig_that_is_not_a_file_is_refused_naming_it(tmp_path: Path) ->
 
 
 def test_a_cluster_that_does_not_answer_is_refused_without_the_servers_credentials(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     class Silent(LocalCluster):
         def answers(self) -> bool:
             return False
 
+    monkeypatch.delenv(INSIDE_ENV, raising=False)
     silent = Silent(tmp_path, Engine(tmp_path), "https://user:s3cret@127.0.0.1:1")
     with pytest.raises(ClusterError) as refused:
         check_cluster(silent, "context test-plane of config")
-    assert "does not answer at https://<secret>@127.0.0.1:1" in str(refused.value)
+    assert str(refused.value).endswith("does not answer at https://<secret>@127.0.0.1:1")
     assert "s3cret" not in str(refused.value)
+
+    monkeypatch.setenv(INSIDE_ENV, "inside")  # under `make real`
+    with pytest.raises(ClusterError) as refused:
+        check_cluster(silent, "context test-plane of config")
+    assert "`make real` runs the tier where it cannot reach it: run `pytest -m real`" in str(
+        refused.value
+    )
