@@ -180,10 +180,8 @@ def test_each_placement_key_alone_lands_as_the_api_server_accepts(
 @pytest.fixture
 def classes(local_cluster: local.LocalCluster) -> Iterator[None]:
     """The PriorityClass and RuntimeClass the test's pods name (cluster-wide), for one test."""
-    made = {
-        "apiVersion": "v1",
-        "kind": "List",
-        "items": [
+    local_cluster.create(  # never a cluster's own class taken over
+        [
             {
                 "apiVersion": "scheduling.k8s.io/v1",
                 "kind": "PriorityClass",
@@ -196,9 +194,8 @@ def classes(local_cluster: local.LocalCluster) -> Iterator[None]:
                 "metadata": {"name": RUNTIME_CLASS},
                 "handler": "runc",
             },
-        ],
-    }
-    local_cluster.kubectl("create", "-f", "-", stdin=json.dumps(made))  # never a cluster's own
+        ]
+    )
     yield
     local_cluster.kubectl("delete", "priorityclass", PRIORITY_CLASS, "--ignore-not-found")
     local_cluster.kubectl("delete", "runtimeclass", RUNTIME_CLASS, "--ignore-not-found")
