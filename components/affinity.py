@@ -156,38 +156,31 @@ _REQUIREMENT_SHAPE = _fields(
 )
 
 
-def _requirement(value: dict[str, Any], path: str, operators: tuple[str, ...]) -> list[str]:
-    """A well-shaped requirement's key and operator, and how many values the operator takes
-    (the rules node and label selector requirements share)."""
-    operator, values = value["operator"], value.get("values", [])
-    problems: list[str] = []
-    if operator in ("In", "NotIn") and not values:
-        problems.append(f"{path}.values: must be specified when `operator` is 'In' or 'NotIn'")
-    elif operator in ("Exists", "DoesNotExist") and values:
-        problems.append(
-            f"{path}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
-        )
-    elif operator in ("Gt", "Lt") and operator in operators and len(values) != 1:
-        problems.append(
-            f"{path}.values: must be specified single value when `operator` is 'Lt' or 'Gt'"
-        )
-    elif operator not in operators:
-        problems.append(
-            f"{path}.operator: not a valid selector operator (one of {', '.join(operators)})"
-        )
-    return problems + _label_name(value["key"], f"{path}.key")
-
-
-def _node_requirement(check_values: bool) -> Check:
-    """ValidateNodeSelectorRequirement; values are label values only in a required term."""
+def _requirement(operators: tuple[str, ...], check_values: bool = True) -> Check:
+    """ValidateNodeSelectorRequirement and ValidateLabelSelectorRequirement: the key, the
+    operator, how many values it takes, and the values as label values (in a node selector, only
+    in a required term)."""
 
     def check(value: Any, path: str) -> list[str]:
         if problems := _REQUIREMENT_SHAPE(value, path):
             return problems
-        problems = _requirement(value, path, NODE_SELECTOR_OPERATORS)
-        if check_values:
-            problems += _label_values(value.get("values", []), f"{path}.values")
-        return problems
+        operator, values = value["operator"], value.get("values", [])
+        if operator in ("In", "NotIn") and not values:
+            problems.append(f"{path}.values: must be specified when `operator` is 'In' or 'NotIn'")
+        elif operator in ("Exists", "DoesNotExist") and values:
+            problems.append(
+                f"{path}.values: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"
+            )
+        elif operator in ("Gt", "Lt") and operator in operators and len(values) != 1:
+            problems.append(
+                f"{path}.values: must be specified single value when `operator` is 'Lt' or 'Gt'"
+            )
+        elif operator not in operators:
+            problems.append(
+                f"{path}.operator: not a valid selector operator (one of {', '.join(operators)})"
+            )
+        problems += _label_name(value["key"], f"{path}.key")
+        return problems + (_label_values(values, f"{path}.values") if check_values else [])
 
     return check
 
@@ -217,7 +210,7 @@ def _node_field_requirement(value: Any, path: str) -> list[str]:
 def _node_selector_term(check_values: bool) -> Check:
     return _fields(
         {
-            "matchExpressions": _list(_node_requirement(check_values)),
+            "matchExpressions": _list(_requirement(NODE_SELECTOR_OPERATORS, check_values)),
             "matchFields": _list(_node_field_requirement),
         }
     )
@@ -248,17 +241,14 @@ _node_affinity = _fields(
 # --- pod affinity and anti-affinity -----------------------------------------------------------------
 
 
-def _label_requirement(value: Any, path: str) -> list[str]:
-    """ValidateLabelSelectorRequirement."""
-    if problems := _REQUIREMENT_SHAPE(value, path):
-        return problems
-    problems = _requirement(value, path, LABEL_SELECTOR_OPERATORS)
-    return problems + _label_values(value.get("values", []), f"{path}.values")
-
-
 def _label_selector(value: Any, path: str) -> list[str]:
     """ValidateLabelSelector: matchLabels as labels, each requirement."""
-    shape = _fields({"matchLabels": _string_map, "matchExpressions": _list(_label_requirement)})
+    shape = _fields(
+        {
+            "matchLabels": _string_map,
+            "matchExpressions": _list(_requirement(LABEL_SELECTOR_OPERATORS)),
+        }
+    )
     problems = shape(value, path)
     if problems:
         return problems

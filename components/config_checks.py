@@ -3,8 +3,8 @@ stack creates needs a storage class; two frontends with affinity need hashing), 
 that validated even when others did not (`cross_check_problems`, called by
 `components.config_parser`). Pure: no Pulumi.
 
-Over 300 lines: one table of checks (`_CROSS_CHECKS`), each feature's a block of short functions
-beside it, so that a refusal's order and a check's fields are read in one place.
+Over 300 lines: one short function per check, each registered with the fields it needs
+(`_needs`), in the order its refusals are listed; each feature's checks are a block.
 """
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from pydantic.alias_generators import to_camel
 
 from components import names
+from components.args import PlacementArgs
 from components.routing import SESSION_HEADER, RoutingProfile
 from components.settings import StackSettings, config_key
+
+Check = Callable[[StackSettings], str | None]
 
 
 @dataclass(frozen=True)
@@ -24,9 +27,24 @@ class CrossCheck:
     """A rule across keys; it runs when every field it `needs` validated."""
 
     needs: frozenset[str]
-    check: Callable[[StackSettings], str | None]
+    check: Check
 
 
+_CROSS_CHECKS: list[CrossCheck] = []
+"""Each rule across keys, in the order its refusals are listed."""
+
+
+def _needs(*fields: str) -> Callable[[Check], Check]:
+    """Register a check that runs when every one of `fields` validated."""
+
+    def register(check: Check) -> Check:
+        _CROSS_CHECKS.append(CrossCheck(frozenset(fields), check))
+        return check
+
+    return register
+
+
+@_needs("shared_stack", "model_cache_mode", "model_cache_storage_class")
 def _storage_class_needed(s: StackSettings) -> str | None:
     if s.manages_model_cache and not s.model_cache_storage_class:
         return (
@@ -38,6 +56,7 @@ def _storage_class_needed(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("registry_server", "registry_username")
 def _registry_credentials(s: StackSettings) -> str | None:
     if s.registry_server and not s.registry_username:
         return (
@@ -53,6 +72,7 @@ def _registry_credentials(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("shared_stack", "deploy_graph")
 def _shared_layer_and_no_graph(s: StackSettings) -> str | None:
     if s.uses_shared_layer and not s.deploy_graph:
         return (
@@ -62,6 +82,7 @@ def _shared_layer_and_no_graph(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("monitoring", "deploy_graph")
 def _monitoring_without_graph(s: StackSettings) -> str | None:
     if s.monitoring and not s.deploy_graph:
         return (
@@ -71,6 +92,7 @@ def _monitoring_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("graph_restart_id", "worker_autoscaling", "deploy_graph")
 def _graph_keys_without_graph(s: StackSettings) -> str | None:
     asked = [
         key
@@ -88,6 +110,7 @@ def _graph_keys_without_graph(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("worker_autoscaling", "worker_min_replicas", "worker_max_replicas")
 def _autoscaling_bounds(s: StackSettings) -> str | None:
     if s.worker_autoscaling and s.worker_min_replicas > s.worker_max_replicas:
         return (
@@ -98,12 +121,10 @@ def _autoscaling_bounds(s: StackSettings) -> str | None:
     return None
 
 
-_PLACEMENT = (
-    "node_selector tolerations affinity priority_class_name runtime_class_name scheduler_name"
-)
-FRONTEND_PLACEMENT_FIELDS = frozenset(f"frontend_{field}" for field in _PLACEMENT.split())
+FRONTEND_PLACEMENT_FIELDS = frozenset(f"frontend_{field}" for field in PlacementArgs.model_fields)
 
 
+@_needs(*FRONTEND_PLACEMENT_FIELDS, "deploy_graph")
 def _frontend_placement_without_graph(s: StackSettings) -> str | None:
     placed = sorted(name for name in FRONTEND_PLACEMENT_FIELDS if getattr(s, name))
     if placed and not s.deploy_graph:
@@ -135,6 +156,13 @@ def _field(key: str) -> str:
     return next(name for name, f in StackSettings.model_fields.items() if f.alias == key)
 
 
+_EXPOSURE_FIELDS = frozenset(
+    {_field(key) for keys in EXPOSURE_KEYS.values() for key in keys}
+    | {"frontend_exposure", "frontend_host"}
+)
+
+
+@_needs(*_EXPOSURE_FIELDS)
 def _keys_of_other_exposures(s: StackSettings) -> str | None:
     defaults = {"frontendServiceType": "LoadBalancer"}
     unused = [
@@ -156,6 +184,7 @@ def _keys_of_other_exposures(s: StackSettings) -> str | None:
     )
 
 
+@_needs(*_EXPOSURE_FIELDS)
 def _exposure_needs(s: StackSettings) -> str | None:
     if s.frontend_exposure == "httproute" and not s.frontend_gateway_name:
         return (
@@ -174,6 +203,7 @@ def _exposure_needs(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("frontend_session_hashing", "frontend_exposure")
 def _hashing_needs_its_exposure(s: StackSettings) -> str | None:
     needed = HASHING_NEEDS.get(s.frontend_session_hashing)
     if needed is None or s.frontend_exposure == needed:
@@ -187,6 +217,7 @@ def _hashing_needs_its_exposure(s: StackSettings) -> str | None:
     )
 
 
+@_needs("frontend_replicas", "profile", "frontend_session_hashing")
 def _replicas_need_hashing(s: StackSettings) -> str | None:
     if s.frontend_replicas == 1 or s.profile is not RoutingProfile.SESSION_AFFINITY:
         return None  # round robin: any number of frontends routes alike
@@ -205,6 +236,7 @@ def _replicas_need_hashing(s: StackSettings) -> str | None:
     )
 
 
+@_needs("frontend_exposure", "frontend_replicas", "deploy_graph")
 def _exposure_without_graph(s: StackSettings) -> str | None:
     if s.deploy_graph or (s.frontend_exposure == "none" and s.frontend_replicas == 1):
         return None
@@ -215,14 +247,10 @@ def _exposure_without_graph(s: StackSettings) -> str | None:
     )
 
 
-_EXPOSURE_FIELDS = frozenset(
-    {_field(key) for keys in EXPOSURE_KEYS.values() for key in keys}
-    | {"frontend_exposure", "frontend_host"}
-)
-
 # --- disruption budget and existing Secrets ---------------------------------------------------
 
 
+@_needs("worker_max_unavailable", "worker_replicas")
 def _budget_against_replicas(s: StackSettings) -> str | None:
     """A budget of 0 (or 0%) lets no worker be evicted: every node drain waits on it forever,
     so it is refused, not warned about. One over the replica count is a typo."""
@@ -241,6 +269,15 @@ def _budget_against_replicas(s: StackSettings) -> str | None:
     return None
 
 
+@_needs(
+    "image_pull_from",
+    "registry_server",
+    "registry_username",
+    "ngc_api_key_from",
+    "ngc_api_key_from_field",
+    "ngc_api_key_needed",
+    "shared_stack",
+)
 def _existing_secrets(s: StackSettings) -> str | None:
     if s.image_pull_from and (s.registry_server or s.registry_username):
         return (
@@ -271,6 +308,7 @@ def _existing_secrets(s: StackSettings) -> str | None:
     return None
 
 
+@_needs("ngc_api_key_needed", "ngc_api_key_from", "model_download", "model_cache_mode")
 def _without_ngc_key(s: StackSettings) -> str | None:
     """No NGC key only where nothing downloads: a cache that exists, filled, and no download."""
     if s.ngc_api_key_needed:
@@ -290,64 +328,11 @@ def _without_ngc_key(s: StackSettings) -> str | None:
     return None
 
 
-_CROSS_CHECKS = (
-    CrossCheck(
-        frozenset({"shared_stack", "model_cache_mode", "model_cache_storage_class"}),
-        _storage_class_needed,
-    ),
-    CrossCheck(frozenset({"registry_server", "registry_username"}), _registry_credentials),
-    CrossCheck(frozenset({"shared_stack", "deploy_graph"}), _shared_layer_and_no_graph),
-    CrossCheck(frozenset({"monitoring", "deploy_graph"}), _monitoring_without_graph),
-    CrossCheck(
-        frozenset({"graph_restart_id", "worker_autoscaling", "deploy_graph"}),
-        _graph_keys_without_graph,
-    ),
-    CrossCheck(
-        frozenset({"worker_autoscaling", "worker_min_replicas", "worker_max_replicas"}),
-        _autoscaling_bounds,
-    ),
-    CrossCheck(FRONTEND_PLACEMENT_FIELDS | {"deploy_graph"}, _frontend_placement_without_graph),
-    CrossCheck(_EXPOSURE_FIELDS, _keys_of_other_exposures),
-    CrossCheck(_EXPOSURE_FIELDS, _exposure_needs),
-    CrossCheck(
-        frozenset({"frontend_session_hashing", "frontend_exposure"}), _hashing_needs_its_exposure
-    ),
-    CrossCheck(
-        frozenset({"frontend_replicas", "profile", "frontend_session_hashing"}),
-        _replicas_need_hashing,
-    ),
-    CrossCheck(
-        frozenset({"frontend_exposure", "frontend_replicas", "deploy_graph"}),
-        _exposure_without_graph,
-    ),
-    CrossCheck(frozenset({"worker_max_unavailable", "worker_replicas"}), _budget_against_replicas),
-    CrossCheck(
-        frozenset(
-            {
-                "image_pull_from",
-                "registry_server",
-                "registry_username",
-                "ngc_api_key_from",
-                "ngc_api_key_from_field",
-                "ngc_api_key_needed",
-                "shared_stack",
-            }
-        ),
-        _existing_secrets,
-    ),
-    CrossCheck(
-        frozenset({"ngc_api_key_needed", "ngc_api_key_from", "model_download", "model_cache_mode"}),
-        _without_ngc_key,
-    ),
-)
-
-
 def cross_check_problems(settings: StackSettings, unvalidated: Collection[str] = ()) -> list[str]:
     """The problems across keys, skipping each check that needs a field in `unvalidated` (field
     names; `settings` may then be partial, built from the fields that validated)."""
     return [
         problem
-        for cross_check in _CROSS_CHECKS
-        if not cross_check.needs & set(unvalidated)
-        and (problem := cross_check.check(settings)) is not None
+        for cross in _CROSS_CHECKS
+        if not cross.needs & set(unvalidated) and (problem := cross.check(settings)) is not None
     ]

@@ -5,9 +5,6 @@ Each rule is a pydantic annotated type that `components.settings.StackSettings` 
 fields. A rule's message never shows the value: `components.config_parser` decides what a refusal
 may show (`components.settings.QUIET_KEYS`), so a secret pasted into workerExtraEnv never reaches a
 log.
-
-Over 300 lines: one rule per kind of value the stack config holds, beside the others so that two
-keys of one kind share one rule; the Kubernetes formats themselves are `components.k8s_values`.
 """
 
 from __future__ import annotations
@@ -62,25 +59,23 @@ def _rule(check: Callable[[Any], list[str]]) -> AfterValidator:
     return AfterValidator(validate)
 
 
-def _json_list(value: Any) -> Any:
-    # The CLI passes typed `array` config as JSON text; tests and the render may pass lists.
-    # The message never shows the text: it may be workerExtraEnv, whose values may be secrets.
-    if isinstance(value, str):
-        try:
-            return json.loads(value) if value.strip() else []
-        except (ValueError, RecursionError):
-            raise ValueError("expected a YAML/JSON list of strings") from None
-    return value
+def _json(empty: Callable[[], Any], what: str) -> BeforeValidator:
+    """The CLI passes typed `array` and `object` config as JSON text; tests and the render may
+    pass lists and dicts. The message never shows the text: it may be workerExtraEnv, whose values
+    may be secrets."""
+
+    def decode(value: Any) -> Any:
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else empty()
+            except (ValueError, RecursionError):
+                raise ValueError(f"expected a YAML/JSON {what}") from None
+        return value
+
+    return BeforeValidator(decode)
 
 
-def _json_object(value: Any) -> Any:
-    # The CLI passes typed `object` config as JSON text; tests and the render may pass dicts.
-    if isinstance(value, str):
-        try:
-            return json.loads(value) if value.strip() else {}
-        except (ValueError, RecursionError):
-            raise ValueError("expected a YAML/JSON object") from None
-    return value
+_JSON_LIST = _json(list, "list of strings")
 
 
 def _stack_reference_name(value: str) -> list[str]:
@@ -125,20 +120,9 @@ def _at_most(limit: int, why: str) -> AfterValidator:
     return _rule(lambda value: [f"must be at most {limit}: {why}"] if value > limit else [])
 
 
-def _registry_server(value: str) -> list[str]:
-    # The server is the first part of every image reference pulled through the mirror.
-    return k8s.registry_server_problems(value) if value else []
-
-
 def _registry_username(value: str) -> list[str]:
     # The pull secret's `auth` is base64("user:password"): a ':' in the user would split it.
     return ["must not contain ':'"] if ":" in value else _no_control_characters(value)
-
-
-def _storage_class(value: str) -> list[str]:
-    # core/validation ValidatePersistentVolumeClaimSpec: storageClassName is a DNS subdomain
-    # (ValidateClassName). Empty: the cross-check says whether this stack needs one.
-    return k8s.is_dns1123_subdomain(value) if value else []
 
 
 def _env_item(item: str) -> list[str]:
@@ -193,18 +177,10 @@ def _restart_id(value: str) -> list[str]:
     return _no_control_characters(value)
 
 
-def _class_name(value: str) -> list[str]:
-    # core/validation ValidatePodSpec: priorityClassName (ValidatePriorityClassName) and
-    # runtimeClassName (ValidateRuntimeClassName) are DNS subdomains. Empty: not set.
-    return k8s.is_dns1123_subdomain(value) if value else []
-
-
 def _scheduler_name(value: str) -> list[str]:
     # The API server checks no schedulerName (core/validation has no rule for it). Refused here
     # is what names no scheduler: a path segment name's exclusions (IsValidPathSegmentName: '.',
     # '..', '/', '%') and whitespace, each a typo that would leave the pods Pending.
-    if not value:
-        return []
     if k8s.has_whitespace_or_control(value):
         return ["must contain no whitespace or control characters"]
     return k8s.is_path_segment_name(value)
@@ -236,8 +212,8 @@ DnsLabel = Annotated[str, _rule(k8s.is_dns1123_label)]
 """A claim name: a lowercase RFC 1123 label."""
 OwnNamespace = Annotated[str, _rule(_own_namespace)]
 """The namespace (ValidateNamespaceName: an RFC 1123 label), never one the cluster owns."""
-StorageClass = Annotated[str, _rule(_storage_class)]
-RegistryServer = Annotated[str, _rule(_registry_server)]
+RegistryServer = Annotated[str, _optional(k8s.registry_server_problems)]
+"""The first part of every image reference pulled through the mirror; empty: no mirror."""
 RegistryUsername = Annotated[str, _rule(_registry_username)]
 Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
 Image = Annotated[str, _rule(k8s.image_problems)]
@@ -258,65 +234,47 @@ RuntimeVersion = Annotated[
 ]
 """The DGD CRD's pattern for runtimeVersionOverride."""
 NimProfile = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:=,-]*$", max_length=256)]
-Command = Annotated[
-    list[str], BeforeValidator(_json_list), Field(min_length=1), AfterValidator(_command)
-]
+Command = Annotated[list[str], _JSON_LIST, Field(min_length=1), AfterValidator(_command)]
 NodeSelector = Annotated[
     list[Annotated[str, _rule(k8s.node_selector_problems)]],
-    BeforeValidator(_json_list),
+    _JSON_LIST,
     _unique("node selector key"),
 ]
 MonitoringLabels = Annotated[
     list[Annotated[str, _rule(_monitoring_label)]],
-    BeforeValidator(_json_list),
+    _JSON_LIST,
     _unique("label key"),
 ]
-Tolerations = Annotated[
-    list[Annotated[str, _rule(k8s.toleration_problems)]], BeforeValidator(_json_list)
-]
-ExtraEnv = Annotated[
-    list[Annotated[str, _rule(_env_item)]], BeforeValidator(_json_list), _unique("variable")
-]
+Tolerations = Annotated[list[Annotated[str, _rule(k8s.toleration_problems)]], _JSON_LIST]
+ExtraEnv = Annotated[list[Annotated[str, _rule(_env_item)]], _JSON_LIST, _unique("variable")]
 
 
 # --- placement (issue 32): the pod spec fields that decide where a pod runs ----------------------
 
-Affinity = Annotated[dict[str, Any], BeforeValidator(_json_object), _rule(affinity_problems)]
+Affinity = Annotated[dict[str, Any], _json(dict, "object"), _rule(affinity_problems)]
 """A core/v1 Affinity (`components.affinity`); empty: none."""
-ClassName = Annotated[str, _rule(_class_name)]
-"""A PriorityClass or RuntimeClass name; empty: not set."""
-SchedulerName = Annotated[str, _rule(_scheduler_name)]
+SchedulerName = Annotated[str, _optional(_scheduler_name)]
 """A scheduler's name (e.g. kai-scheduler); empty: the cluster's default scheduler."""
-# Frontend exposure (components/exposure.py).
 OptionalSubdomain = Annotated[str, _optional(k8s.is_dns1123_subdomain)]
-"""An object's name (IngressClass, Secret, Gateway: DNS subdomains), or empty."""
+"""An object's name, each a DNS subdomain in core/validation, or empty (not set): a storage class
+(ValidateClassName; the cross-checks say whether a stack needs one), a PriorityClass or
+RuntimeClass (ValidatePriorityClassName, ValidateRuntimeClassName), an existing Secret
+(ValidateSecretName; empty: the program creates its own), an IngressClass, a Gateway."""
 OptionalDnsLabel = Annotated[str, _optional(k8s.is_dns1123_label)]
 """A namespace, or empty."""
 PublicHost = Annotated[str, _optional(k8s.host_problems)]
 SourceRanges = Annotated[
-    list[Annotated[str, _rule(k8s.cidr_problems)]], BeforeValidator(_json_list), _unique("range")
+    list[Annotated[str, _rule(k8s.cidr_problems)]], _JSON_LIST, _unique("range")
 ]
 ServiceAnnotations = Annotated[
     list[Annotated[str, _rule(_service_annotation)]],
-    BeforeValidator(_json_list),
+    _JSON_LIST,
     _unique("annotation key"),
 ]
 # --- issue 32: disruption budget and existing Secrets ---------------------------------------------
-
-
-def _max_unavailable(value: str) -> list[str]:
-    # Empty: no budget. A value that lets no worker go is the cross-check's (it needs replicas).
-    return k8s.int_or_percent_problems(value) if value else []
-
-
-def _optional_secret_name(value: str) -> list[str]:
-    # core/validation ValidateSecretName: a DNS subdomain. Empty: the program creates its own.
-    return k8s.is_dns1123_subdomain(value) if value else []
-
-
-MaxUnavailable = Annotated[str, BeforeValidator(str), _rule(_max_unavailable)]
+MaxUnavailable = Annotated[str, BeforeValidator(str), _optional(k8s.int_or_percent_problems)]
 """A PodDisruptionBudget's maxUnavailable as text (`1`, `25%`), or empty for none. `str` first:
 a stack file's `workerMaxUnavailable: 2` reaches the program as the text "2" from the CLI, but as
-an int from the tests and the render."""
-OptionalSecretName = Annotated[str, _rule(_optional_secret_name)]
+an int from the tests and the render. A value that lets no worker go is the cross-check's (it
+needs replicas)."""
 SecretKey = Annotated[str, _rule(k8s.is_config_map_key)]

@@ -19,22 +19,15 @@ from __future__ import annotations
 from functools import partial
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.args import DisruptionBudgetArgs
-from components.drift import warn_kubectl_fields
+from components.drift import resource_of
 from components.layer_manifests import Manifest, SharedLayer, kube_object
 from components.live import Live
 from components.names import COMPONENT_TYPE_LABEL, GRAPH_LABEL
 
 API_VERSION = "policy/v1"
 KIND = "PodDisruptionBudget"
-
-
-def max_unavailable(value: str) -> int | str:
-    """The budget as the API takes an IntOrString: a whole number as an int (the text "1" would be
-    refused as a malformed percentage), a percentage as text."""
-    return int(value) if value.isdigit() else value
 
 
 def budget(graph: str, component: str, allowed: int | str, namespace: str) -> Manifest:
@@ -47,21 +40,18 @@ def budget(graph: str, component: str, allowed: int | str, namespace: str) -> Ma
     )
 
 
-def worker_budget(args: DisruptionBudgetArgs, namespace: str) -> Manifest:
-    return budget(args.graph, "worker", max_unavailable(args.max_unavailable), namespace)
-
-
-def budgets(args: DisruptionBudgetArgs, namespace: str) -> list[Manifest]:
-    """The workers' budget (unless `workerMaxUnavailable` is empty), and the frontends' when
-    there are several."""
-    made = [worker_budget(args, namespace)] if args.max_unavailable else []
+def budgeted(args: DisruptionBudgetArgs) -> dict[str, int | str]:
+    """Each budgeted component's `maxUnavailable`: the workers' (unless `workerMaxUnavailable` is
+    empty), and the frontends' when there are several."""
+    made: dict[str, int | str] = {}
+    value = args.max_unavailable
+    if value:
+        # As the API takes an IntOrString: a whole number as an int (the text "1" would be
+        # refused as a malformed percentage), a percentage as text.
+        made["worker"] = int(value) if value.isdigit() else value
     if args.frontend_replicas > 1:
-        made.append(budget(args.graph, "frontend", 1, namespace))
+        made["frontend"] = 1
     return made
-
-
-def _nth(args: DisruptionBudgetArgs, index: int, namespace: str) -> Manifest:
-    return budgets(args, namespace)[index]
 
 
 class DisruptionBudget(pulumi.ComponentResource):
@@ -77,17 +67,8 @@ class DisruptionBudget(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:DisruptionBudget", name, None, opts)
         namespace = pulumi.Output.from_input(layer).apply(lambda resolved: resolved.namespace)
-        components = ["worker"] if args.max_unavailable else []
-        components += ["frontend"] if args.frontend_replicas > 1 else []
-        for index, component in enumerate(components):
-            self._budget(f"{name}-{component}", namespace.apply(partial(_nth, args, index)), live)
+        child = pulumi.ResourceOptions(parent=self)
+        for component, most in budgeted(args).items():
+            build = partial(budget, args.graph, component, most)
+            resource_of(f"{name}-{component}", build(""), namespace.apply(build), child, live)
         self.register_outputs({})
-
-    def _budget(self, name: str, manifest: pulumi.Output[Manifest], live: Live) -> None:
-        made = k8s.policy.v1.PodDisruptionBudget(
-            name,
-            metadata=manifest.apply(lambda m: m["metadata"]),
-            spec=manifest.apply(lambda m: m["spec"]),
-            opts=pulumi.ResourceOptions(parent=self),
-        )
-        manifest.apply(lambda m: warn_kubectl_fields(live, m, made))

@@ -6,15 +6,19 @@ the program's object; server-side apply removes every field its manager owned an
 leaves out, and the provider's diff never names them. So before each object is applied, the
 program reads its field managers (metadata only: never a Secret's data) and warns, in the preview
 and in `up`, which fields the update removes (docs/day-two.md, "kubectl and the program").
+`applied` and `resource_of` register an object (its manifest, or an Output of it) and warn so.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterator, Mapping
+from functools import partial
+from typing import Any, TypeVar
 
 import pulumi
+import pulumi_kubernetes as k8s
+from pydantic.alias_generators import to_snake
 
 from common.credentials import mask
 from components.live import Live, ObjectRef, Unknown
@@ -58,6 +62,61 @@ def warn_kubectl_fields(live: Live, manifest: Manifest, resource: pulumi.Resourc
     )
 
 
+_TYPED: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
+    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
+    ("v1", "Service"): k8s.core.v1.Service,
+    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
+    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
+}
+"""The kinds pulumi-kubernetes has a type for, among those built from an Output; any other is a
+CustomResource."""
+
+
+R = TypeVar("R", bound=pulumi.Resource)
+_HEAD = ("apiVersion", "kind")
+
+
+def applied(
+    kind: Callable[..., R], name: str, manifest: Manifest, opts: pulumi.ResourceOptions, live: Live
+) -> R:
+    """The resource of type `kind`, its fields `manifest`'s, warned about kubectl's fields."""
+    fields = {to_snake(key): value for key, value in manifest.items() if key not in _HEAD}
+    resource = kind(name, **fields, opts=opts)
+    warn_kubectl_fields(live, manifest, resource)
+    return resource
+
+
+def resource_of(
+    name: str,
+    shape: Manifest,
+    manifest: pulumi.Output[Manifest],
+    opts: pulumi.ResourceOptions,
+    live: Live | None = None,
+) -> pulumi.CustomResource:
+    """The resource of `shape`'s kind, its fields from `manifest` (an Output of the same object,
+    in a namespace known only then); with `live`, warned about kubectl's fields."""
+    api_version, kind = shape["apiVersion"], shape["kind"]
+    fields = {
+        to_snake(key): manifest.apply(partial(_field, key)) for key in shape if key not in _HEAD
+    }
+    typed = _TYPED.get((api_version, kind)) or partial(
+        k8s.apiextensions.CustomResource, api_version=api_version, kind=kind
+    )
+    resource = typed(name, **fields, opts=opts)
+    if live is not None:
+        manifest.apply(partial(warn_kubectl_fields, live, resource=resource))
+    return resource
+
+
+def _field(key: str, manifest: Manifest) -> Any:
+    return manifest[key]
+
+
+def handed_over(manager: str, operation: str) -> bool:
+    """Whether the provider takes the fields of this manager and operation over (`HANDED_OVER`)."""
+    return any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER)
+
+
 def fields_removed(live_metadata: Manifest, manifest: Manifest) -> list[str]:
     """The paths that kubectl's managers own on the live object, that no other manager (but the
     provider's own) owns too, and that `manifest` does not set: what the next update removes."""
@@ -68,7 +127,7 @@ def fields_removed(live_metadata: Manifest, manifest: Manifest) -> list[str]:
             continue  # status and the like: an apply of the object never touches them
         leaves = set(_leaves(entry.get("fieldsV1") or {}, ()))
         manager, operation = str(entry.get("manager") or ""), str(entry.get("operation") or "")
-        if any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER):
+        if handed_over(manager, operation):
             handed |= leaves
         elif not manager.startswith("pulumi-kubernetes"):
             kept |= leaves

@@ -18,10 +18,10 @@ from __future__ import annotations
 from functools import partial
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import names
 from components.args import ExposureArgs
+from components.drift import resource_of
 from components.layer_manifests import Manifest, SharedLayer, kube_object
 from components.live import Live, missing_crds
 from components.routing import SESSION_HEADER
@@ -187,22 +187,7 @@ class FrontendExposure(pulumi.ComponentResource):
         # The kinds are known from the args alone; each object's namespace comes with the layer.
         for index, shape in enumerate(exposure_objects(args, "")):
             manifest = namespace.apply(partial(_object, args, index))
-            metadata = manifest.apply(lambda m: m["metadata"])
-            spec = manifest.apply(lambda m: m["spec"])
-            resource_name = f"{name}-{shape['kind'].lower()}"
-            if shape["kind"] == "Service":
-                k8s.core.v1.Service(resource_name, metadata=metadata, spec=spec, opts=child)
-            elif shape["kind"] == "Ingress":
-                k8s.networking.v1.Ingress(resource_name, metadata=metadata, spec=spec, opts=child)
-            else:
-                k8s.apiextensions.CustomResource(
-                    resource_name,
-                    api_version=shape["apiVersion"],
-                    kind=shape["kind"],
-                    metadata=metadata,
-                    spec=spec,
-                    opts=child,
-                )
+            resource_of(f"{name}-{shape['kind'].lower()}", shape, manifest, child)
         self.register_outputs({})
 
 

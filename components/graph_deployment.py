@@ -17,7 +17,7 @@ import pulumi_kubernetes as k8s
 
 from components import graph_manifest, names
 from components.args import GraphArgs
-from components.drift import HANDED_OVER, warn_kubectl_fields
+from components.drift import handed_over, warn_kubectl_fields
 from components.graph_manifest import ExistingGraph
 from components.layer_manifests import Manifest, SharedLayer
 from components.live import Live, LiveReadError, ObjectRef, Unknown
@@ -77,7 +77,8 @@ class GraphDeployment(pulumi.ComponentResource):
         cluster cannot say, which writes nothing that only an existing graph may carry."""
         if not (args.restart_id or args.autoscaling):
             return None
-        ref = graph_ref(args, layer)
+        name = names.graph_name(args.routing.profile)
+        ref = ObjectRef(graph_manifest.API_VERSION, graph_manifest.KIND, name, layer.namespace)
         found = live.attempt(lambda view: view.get(ref))
         restart = config_key("graphRestartId")
         if isinstance(found, Unknown):
@@ -98,16 +99,15 @@ class GraphDeployment(pulumi.ComponentResource):
         return existing_graph(found)
 
 
-def graph_ref(args: GraphArgs, layer: SharedLayer) -> ObjectRef:
-    name = names.graph_name(args.routing.profile)
-    return ObjectRef(graph_manifest.API_VERSION, graph_manifest.KIND, name, layer.namespace)
-
-
 def existing_graph(found: Mapping[str, Any]) -> ExistingGraph:
     """What the builder needs of a live graph: the Worker's count, when no field manager but this
     program's (and the kubectl ones the provider takes over before an update) owns it."""
     owners = worker_replicas_owners(found)
-    ours = bool(owners) and all(_handed_to_the_provider(*owner) for owner in owners)
+    # pulumi-kubernetes' own manager, or one whose fields it takes over (components/drift.py).
+    ours = bool(owners) and all(
+        manager.startswith("pulumi-kubernetes") or handed_over(manager, operation)
+        for manager, operation in owners
+    )
     if not ours:
         return ExistingGraph()
     for component in (found.get("spec") or {}).get("components") or []:
@@ -130,13 +130,6 @@ def worker_replicas_owners(found: Mapping[str, Any]) -> list[tuple[str, str]]:
             if named and "f:replicas" in (fields or {}):
                 owners.append((str(entry.get("manager") or ""), str(entry.get("operation") or "")))
     return owners
-
-
-def _handed_to_the_provider(manager: str, operation: str) -> bool:
-    """pulumi-kubernetes' own manager, or one whose fields it takes over (components/drift.py)."""
-    if manager.startswith("pulumi-kubernetes"):
-        return True
-    return any(manager.startswith(name) and operation in ops for name, ops in HANDED_OVER)
 
 
 def _awaited(resource: pulumi.Resource, live: Live, manifest: Manifest, args: GraphArgs) -> Any:

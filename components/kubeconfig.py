@@ -74,8 +74,6 @@ def _check_files(source: str, named: bool, where: str) -> None:
 def _reason(error: BaseException) -> str:
     """Why the loader refused, in one line, without the file's text (a YAML error quotes the
     line it stopped at, which may hold a token)."""
-    import yaml
-
     if isinstance(error, yaml.MarkedYAMLError):
         mark = error.problem_mark
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""

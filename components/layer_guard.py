@@ -14,7 +14,7 @@ import pulumi
 import pulumi_kubernetes as k8s
 
 from components import layer_manifests
-from components.drift import warn_kubectl_fields
+from components.drift import applied
 from components.live import Live
 
 
@@ -31,11 +31,6 @@ class LayerGuard(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:LayerGuard", name, None, opts)
         manifest = layer_manifests.layer_guard(namespace)
-        guard = k8s.core.v1.ConfigMap(
-            name,
-            metadata=manifest["metadata"],
-            data=manifest["data"],
-            opts=pulumi.ResourceOptions(parent=self, protect=True, depends_on=list(depends_on)),
-        )
-        warn_kubectl_fields(live, manifest, guard)
+        kept = pulumi.ResourceOptions(parent=self, protect=True, depends_on=list(depends_on))
+        applied(k8s.core.v1.ConfigMap, name, manifest, kept, live)
         self.register_outputs({})

@@ -3,9 +3,6 @@
 Each component's small args model (`components.args`) in, plain Kubernetes objects (dicts) out;
 no Pulumi here. Secret values are parameters:
 the Pulumi components pass secret Outputs (the offline render masks them in what it writes).
-
-Over 300 lines: the four objects of the shared layer and what they share (labels, the object
-head, the Secrets' names and the download pod's placement), each builder short.
 """
 
 from __future__ import annotations
@@ -15,6 +12,8 @@ import copy
 import json
 from dataclasses import dataclass
 from typing import Any
+
+from pydantic.alias_generators import to_camel
 
 from components import names
 from components.args import DownloadArgs, ModelCacheArgs, NamespaceArgs, PlacementArgs, WorkerArgs
@@ -122,21 +121,17 @@ def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
     pinned = (
         [{"name": "NIM_MODEL_PROFILE", "value": worker.nim_profile}] if worker.nim_profile else []
     )
-    return [
+    env: list[Manifest] = [
         {"name": "NIM_MODEL_TYPE", "value": "reasoner"},
         {"name": "NIM_MODEL_SIZE", "value": "nano"},
         {"name": "NIM_PRECISION", "value": "fp8"},
         *pinned,
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
-        *_ngc_api_key_env(layer),
     ]
-
-
-def _ngc_api_key_env(layer: SharedLayer) -> list[Manifest]:
-    if layer.ngc_secret is None:
-        return []
-    ref = {"name": layer.ngc_secret, "key": layer.ngc_secret_key}
-    return [{"name": "NGC_API_KEY", "valueFrom": {"secretKeyRef": ref}}]
+    if layer.ngc_secret is not None:  # None: no NGC key at all
+        ref = {"name": layer.ngc_secret, "key": layer.ngc_secret_key}
+        env.append({"name": "NGC_API_KEY", "valueFrom": {"secretKeyRef": ref}})
+    return env
 
 
 def with_extra_env(env: list[Manifest], extra: tuple[str, ...]) -> list[Manifest]:
@@ -179,12 +174,9 @@ def pod_placement(placement: PlacementArgs) -> Manifest:
         fields["tolerations"] = [_toleration(item) for item in placement.tolerations]
     if placement.affinity:
         fields["affinity"] = copy.deepcopy(placement.affinity)  # the manifest's own
-    if placement.priority_class_name:
-        fields["priorityClassName"] = placement.priority_class_name
-    if placement.runtime_class_name:
-        fields["runtimeClassName"] = placement.runtime_class_name
-    if placement.scheduler_name:
-        fields["schedulerName"] = placement.scheduler_name
+    for name in ("priority_class_name", "runtime_class_name", "scheduler_name"):
+        if getattr(placement, name):
+            fields[to_camel(name)] = getattr(placement, name)
     return fields
 
 

@@ -16,7 +16,7 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import ModelCacheArgs
-from components.drift import warn_kubectl_fields
+from components.drift import applied
 from components.live import Live
 
 
@@ -47,15 +47,14 @@ class ModelCache(pulumi.ComponentResource):
                 f"{name}-storage-class", args.storage_class, opts=child
             )
             manifest = layer_manifests.model_cache_claim(args)
-            claim = k8s.core.v1.PersistentVolumeClaim(
+            kept = pulumi.ResourceOptions(protect=True, depends_on=[storage_class])
+            claim = applied(
+                k8s.core.v1.PersistentVolumeClaim,
                 name,
-                metadata=manifest["metadata"],
-                spec=manifest["spec"],
-                opts=pulumi.ResourceOptions.merge(
-                    child, pulumi.ResourceOptions(protect=True, depends_on=[storage_class])
-                ),
+                manifest,
+                pulumi.ResourceOptions.merge(child, kept),
+                live,
             )
-            warn_kubectl_fields(live, manifest, claim)
         self.claim = claim
         # Always set: the claim is created or read under its configured name.
         self.claim_name = claim.metadata.apply(lambda metadata: cast(str, metadata.name))

@@ -25,7 +25,7 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests, names
 from components.args import DownloadArgs
-from components.drift import warn_kubectl_fields
+from components.drift import applied
 from components.layer_manifests import SharedLayer
 from components.live import ClusterView, Live, ObjectRef, Unknown
 from components.readiness import (
@@ -71,17 +71,12 @@ class ModelDownload(pulumi.ComponentResource):
         ref = ObjectRef("batch/v1", "Job", names.MODEL_DOWNLOAD_JOB, layer.namespace)
         found = live.attempt(lambda view: _read_job(view, ref))
         manifest = layer_manifests.model_download_job(args, layer, rerun_of(found))
-        self.job = k8s.batch.v1.Job(
-            name,
-            metadata=manifest["metadata"],
-            spec=manifest["spec"],
-            opts=pulumi.ResourceOptions(
-                parent=self,
-                depends_on=list(depends_on),
-                custom_timeouts=pulumi.CustomTimeouts(delete=f"{JOB_DELETE_TIMEOUT_SECONDS}s"),
-            ),
+        opts = pulumi.ResourceOptions(
+            parent=self,
+            depends_on=list(depends_on),
+            custom_timeouts=pulumi.CustomTimeouts(delete=f"{JOB_DELETE_TIMEOUT_SECONDS}s"),
         )
-        warn_kubectl_fields(live, manifest, self.job)
+        self.job = applied(k8s.batch.v1.Job, name, manifest, opts, live)
         for warning, note in live_job_notes(found, ref, datetime.now(UTC)):
             (pulumi.log.warn if warning else pulumi.log.info)(note, resource=self.job)
         self.cache_ready = self.job.metadata.apply(

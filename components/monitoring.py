@@ -21,10 +21,9 @@ from collections.abc import Callable
 from functools import partial
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components.args import MonitoringArgs
-from components.drift import warn_kubectl_fields
+from components.drift import resource_of
 from components.layer_manifests import Manifest, SharedLayer, kube_object
 from components.live import Live, missing_crds
 from components.names import COMPONENT_TYPE_LABEL, GRAPH_LABEL
@@ -212,14 +211,11 @@ def dashboard(args: MonitoringArgs, namespace: str) -> Manifest:
     return _metadata_labels(args, manifest, DASHBOARD_LABEL)
 
 
-def required_crds(kind: str) -> list[str]:
-    return [f"{plural}.{CRD_GROUP}" for plural in (f"{kind.lower()}s", "prometheusrules")]
-
-
 def require_crds(live: Live, kind: str) -> None:
     """Refuse, before anything is created, a cluster without the monitoring CRDs; a cluster that
     cannot be read is let through (`Live.attempt` says so)."""
-    missing = missing_crds(live, required_crds(kind))
+    plurals = (f"{kind.lower()}s", "prometheusrules")
+    missing = missing_crds(live, [f"{plural}.{CRD_GROUP}" for plural in plurals])
     if missing:
         raise pulumi.RunError(
             f"{config_key('monitoring')} is true but the cluster has no {', '.join(missing)} "
@@ -241,33 +237,14 @@ class Monitoring(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:Monitoring", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
-        builders: dict[str, Builder] = {"monitor": monitor, "rule": rule}
+        namespace = pulumi.Output.from_input(layer).apply(lambda plain: plain.namespace)
+        builders: dict[str, Callable[[MonitoringArgs, str], Manifest]] = {
+            "monitor": monitor,
+            "rule": rule,
+        }
         if args.dashboard:
             builders["dashboard"] = dashboard
         for suffix, build in builders.items():
-            manifest = pulumi.Output.from_input(layer).apply(partial(_built, build, args))
-            metadata = manifest.apply(lambda m: m["metadata"])
-            resource: pulumi.CustomResource
-            if build is dashboard:
-                data = manifest.apply(lambda m: m["data"])
-                resource = k8s.core.v1.ConfigMap(
-                    f"{name}-{suffix}", metadata=metadata, data=data, opts=child
-                )
-            else:
-                resource = k8s.apiextensions.CustomResource(
-                    f"{name}-{suffix}",
-                    api_version=API_VERSION,
-                    kind=args.kind if build is monitor else RULE_KIND,
-                    metadata=metadata,
-                    spec=manifest.apply(lambda m: m["spec"]),
-                    opts=child,
-                )
-            manifest.apply(partial(warn_kubectl_fields, live, resource=resource))
+            manifest = namespace.apply(partial(build, args))
+            resource_of(f"{name}-{suffix}", build(args, ""), manifest, child, live)
         self.register_outputs({})
-
-
-Builder = Callable[[MonitoringArgs, str], Manifest]
-
-
-def _built(build: Builder, args: MonitoringArgs, layer: SharedLayer) -> Manifest:
-    return build(args, layer.namespace)

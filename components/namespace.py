@@ -9,7 +9,7 @@ import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import NamespaceArgs
-from components.drift import warn_kubectl_fields
+from components.drift import applied
 from components.live import Live
 
 
@@ -31,12 +31,8 @@ class Namespace(pulumi.ComponentResource):
         super().__init__("cosmos3:recipe:Namespace", name, None, opts)
         if args.create:
             manifest = layer_manifests.namespace(args)
-            namespace = k8s.core.v1.Namespace(
-                name,
-                metadata=manifest["metadata"],
-                opts=pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True),
-            )
-            warn_kubectl_fields(live, manifest, namespace)
+            kept = pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True)
+            namespace = applied(k8s.core.v1.Namespace, name, manifest, kept, live)
             # Always set: the manifest names the namespace explicitly.
             self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata.name))
         else:

@@ -8,15 +8,13 @@ DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import pulumi
 
 from components import exposure, outputs
-from components.args import (
-    SecretsArgs,
-)
+from components.args import SecretsArgs
 from components.contract import StackOutputs
 from components.disruption_budget import DisruptionBudget
 from components.graph_deployment import GraphDeployment
@@ -110,7 +108,7 @@ class Recipe(pulumi.ComponentResource):
             )
             # An absent key exports None, which the SDK never sends to the engine: absent there too.
             contract_keys = StackOutputs.keys()
-            exported |= {key: contract.apply(_getter(key)) for key in contract_keys}
+            exported |= {key: contract.apply(partial(_get, key)) for key in contract_keys}
         self.outputs = exported
         self.register_outputs(exported)
 
@@ -204,5 +202,5 @@ def _read_shared_layer(
     return shared.outputs.apply(checked)
 
 
-def _getter(key: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda resolved: resolved.get(key)
+def _get(key: str, resolved: dict[str, Any]) -> Any:
+    return resolved.get(key)

@@ -60,29 +60,19 @@ def worker_args(settings: StackSettings) -> WorkerArgs:
         cpu=settings.worker_cpu,
         memory=settings.worker_memory,
         shared_memory=settings.worker_shared_memory_size,
-        placement=worker_placement(settings),
+        placement=_placement(settings, "worker"),
         extra_env=tuple(settings.worker_extra_env),
         nim_profile=settings.nim_model_profile,
     )
 
 
-# The placement fields, each a `<part>_<field>` setting of every part that has one.
-_PLACEMENT_FIELDS = (
-    "node_selector",
-    "tolerations",
-    "affinity",
-    "priority_class_name",
-    "runtime_class_name",
-    "scheduler_name",
-)
-
-
 def _placement(
     settings: StackSettings, part: str, unset: PlacementArgs | None = None
 ) -> PlacementArgs:
-    """`part`'s placement settings; with `unset`, its value for each field left unset."""
+    """`part`'s placement settings (`<part>_<field>` for each field of `PlacementArgs`); with
+    `unset`, its value for each field left unset."""
     fields: dict[str, Any] = {}
-    for field in _PLACEMENT_FIELDS:
+    for field in PlacementArgs.model_fields:
         value = getattr(settings, f"{part}_{field}")
         if isinstance(value, list):
             value = tuple(value)
@@ -92,27 +82,15 @@ def _placement(
     return PlacementArgs(**fields)
 
 
-def worker_placement(settings: StackSettings) -> PlacementArgs:
-    return _placement(settings, "worker")
-
-
-def frontend_placement(settings: StackSettings) -> PlacementArgs:
-    return _placement(settings, "frontend")
-
-
-def download_placement(settings: StackSettings) -> PlacementArgs:
-    """The download Job's placement: each modelDownload* field set, else the workers' value (the
-    Job needs the workers' kind of node: same image, GPU and NIM profile selection)."""
-    return _placement(settings, "model_download", unset=worker_placement(settings))
-
-
 def download_args(settings: StackSettings) -> DownloadArgs:
     return DownloadArgs(
         command=tuple(settings.model_download_command),
         gpus=settings.model_download_gpus,
         timeout_seconds=settings.model_download_timeout_seconds,
         worker=worker_args(settings),
-        placement=download_placement(settings),
+        # Each modelDownload* field set, else the workers' value (the Job needs the workers'
+        # kind of node: same image, GPU and NIM profile selection).
+        placement=_placement(settings, "model_download", unset=_placement(settings, "worker")),
     )
 
 
@@ -120,7 +98,7 @@ def graph_args(settings: StackSettings) -> GraphArgs:
     return GraphArgs(
         routing=settings.routing,
         frontend_image=settings.frontend_image,
-        frontend_placement=frontend_placement(settings),
+        frontend_placement=_placement(settings, "frontend"),
         frontend_replicas=settings.frontend_replicas,
         worker=worker_args(settings),
         ready_timeout_seconds=settings.graph_ready_timeout_seconds,

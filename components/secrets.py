@@ -17,8 +17,7 @@ from components.credentials_digest import (
     existing_credentials_digest,
     secret_identity,
 )
-from components.drift import warn_kubectl_fields
-from components.layer_manifests import Manifest
+from components.drift import applied
 from components.live import Live, ObjectRef, Unknown
 from components.settings import StackSettings, config_key
 
@@ -50,14 +49,12 @@ class Secrets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:Secrets", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
+        # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
+        # encrypted in state even when an input was plain.
         self.ngc: k8s.core.v1.Secret | None = None
         if values.ngc_api_key is not None:
-            self.ngc = _secret(
-                f"{name}-ngc",
-                layer_manifests.ngc_secret(args.namespace, values.ngc_api_key),
-                child,
-                live,
-            )
+            manifest = layer_manifests.ngc_secret(args.namespace, values.ngc_api_key)
+            self.ngc = applied(k8s.core.v1.Secret, f"{name}-ngc", manifest, child, live)
         self.registry: k8s.core.v1.Secret | None = None
         docker_config: pulumi.Output[str | None] = pulumi.Output.from_input(
             args.existing_pull_secret or None
@@ -69,7 +66,7 @@ class Secrets(pulumi.ComponentResource):
                 )
             )
             manifest = layer_manifests.registry_pull_secret(args.namespace, docker_config)
-            self.registry = _secret(f"{name}-registry", manifest, child, live)
+            self.registry = applied(k8s.core.v1.Secret, f"{name}-registry", manifest, child, live)
         if values.ngc_api_key is None:
             digest = pulumi.Output.from_input(
                 existing_credentials_digest(args.existing_ngc_secret, args.existing_pull_secret)
@@ -80,22 +77,6 @@ class Secrets(pulumi.ComponentResource):
             )
         self.digest = pulumi.Output.unsecret(digest)
         self.register_outputs({"digest": self.digest})
-
-
-def _secret(
-    name: str, manifest: Manifest, opts: pulumi.ResourceOptions, live: Live
-) -> k8s.core.v1.Secret:
-    # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
-    # encrypted in state even when an input was plain.
-    secret = k8s.core.v1.Secret(
-        name,
-        metadata=manifest["metadata"],
-        type=manifest["type"],
-        string_data=manifest["stringData"],
-        opts=opts,
-    )
-    warn_kubectl_fields(live, manifest, secret)
-    return secret
 
 
 # --- Secrets that exist already ------------------------------------------------------------------

@@ -16,7 +16,6 @@ from pydantic.alias_generators import to_camel
 
 from components.config_rules import (
     Affinity,
-    ClassName,
     Command,
     ContextName,
     Count,
@@ -29,7 +28,6 @@ from components.config_rules import (
     NimProfile,
     NodeSelector,
     OptionalDnsLabel,
-    OptionalSecretName,
     OptionalSubdomain,
     OwnNamespace,
     Path,
@@ -44,7 +42,6 @@ from components.config_rules import (
     ServiceAnnotations,
     SourceRanges,
     StackReference,
-    StorageClass,
     Tolerations,
     WorkerGpus,
     WorkerReplicas,
@@ -94,7 +91,7 @@ class StackSettings(BaseModel):
 
     model_cache_claim: DnsLabel
     model_cache_mode: Literal["create", "existing"]
-    model_cache_storage_class: StorageClass
+    model_cache_storage_class: OptionalSubdomain
     model_cache_size: Quantity
 
     model_download: bool
@@ -136,22 +133,22 @@ class StackSettings(BaseModel):
     worker_min_replicas: WorkerReplicas
     worker_max_replicas: WorkerReplicas
     # Placement (issue 32), beside workerNodeSelector and workerTolerations; empty: not set. An
-    # empty download field takes the workers' value (`components.recipe_args.download_placement`).
+    # empty download field takes the workers' value (`components.recipe_args.download_args`).
     worker_affinity: Affinity
-    worker_priority_class_name: ClassName
-    worker_runtime_class_name: ClassName
+    worker_priority_class_name: OptionalSubdomain
+    worker_runtime_class_name: OptionalSubdomain
     worker_scheduler_name: SchedulerName
     frontend_node_selector: NodeSelector
     frontend_tolerations: Tolerations
     frontend_affinity: Affinity
-    frontend_priority_class_name: ClassName
-    frontend_runtime_class_name: ClassName
+    frontend_priority_class_name: OptionalSubdomain
+    frontend_runtime_class_name: OptionalSubdomain
     frontend_scheduler_name: SchedulerName
     model_download_node_selector: NodeSelector
     model_download_tolerations: Tolerations
     model_download_affinity: Affinity
-    model_download_priority_class_name: ClassName
-    model_download_runtime_class_name: ClassName
+    model_download_priority_class_name: OptionalSubdomain
+    model_download_runtime_class_name: OptionalSubdomain
     model_download_scheduler_name: SchedulerName
     # The frontend beyond the cluster, and its replicas (components/exposure.py): one replica
     # behind the operator's ClusterIP Service unless asked.
@@ -171,9 +168,9 @@ class StackSettings(BaseModel):
     # The workers' disruption budget (components/disruption_budget.py), and Secrets the cluster's
     # own store keeps, used instead of created (components/secrets.py).
     worker_max_unavailable: MaxUnavailable
-    ngc_api_key_from: OptionalSecretName
+    ngc_api_key_from: OptionalSubdomain
     ngc_api_key_from_field: SecretKey
-    image_pull_from: OptionalSecretName
+    image_pull_from: OptionalSubdomain
     ngc_api_key_needed: bool
 
     @property

@@ -43,7 +43,9 @@ def test_the_budget_selects_the_graphs_workers_by_the_operators_labels(
     configured: str, sent: int | str
 ) -> None:
     args = DisruptionBudgetArgs(graph=GRAPH, max_unavailable=configured)
-    manifest = disruption_budget.worker_budget(args, "ns")
+    manifest = disruption_budget.budget(
+        GRAPH, "worker", disruption_budget.budgeted(args)["worker"], "ns"
+    )
     assert (manifest["apiVersion"], manifest["kind"]) == ("policy/v1", "PodDisruptionBudget")
     assert manifest["metadata"]["name"] == f"{GRAPH}-worker"
     assert manifest["metadata"]["namespace"] == "ns"
