@@ -52,7 +52,7 @@ from lab.graph import (
     LabGraph,
     LabGraphError,
 )
-from lab.isolation import ZMQ_WARNING, PortForward, forwarded_listener, run_isolated
+from lab.isolation import ZMQ_WARNING, forwarded_listener, port_forward, run_isolated
 from lab.planner.calibration import CalibrationError
 from lab.planner.capacity import CapacityError
 from lab.planner.predict_cli import PROFILE
@@ -109,7 +109,7 @@ def _up(args: argparse.Namespace) -> int:
     listener = forwarded_listener()  # in a network namespace of its own: reached through it
     with LabGraph(spec, args.out / "up" / args.profile) as graph:
         if listener is not None:
-            graph.publish(PortForward(listener, graph.outputs.frontend_port).start().port)
+            graph.publish(port_forward(listener, graph.outputs.frontend_port))
         print(
             f"lab graph {spec.graph_name} serving at {graph.outputs.frontend_url}", file=sys.stderr
         )

@@ -32,7 +32,6 @@ from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
 from stages.core.results import RunConditions
-from stages.local.run import LocalTools
 from stages.targets import LocalTarget, StageTarget
 
 DEFAULT_OUT = Path("build/lab")
@@ -91,8 +90,7 @@ class GraphSource(Protocol):
 @dataclass(frozen=True)
 class DirectGraphs:
     """Each graph started from the routing settings (no cluster, no engine), with `frontends`
-    frontends behind the lab's pass-through, which hashes the session header to one of them
-    (`frontend_hashing`) or gives each connection to one at random (lab/pass_through.py)."""
+    frontends behind the lab's pass-through (`lab.graph.GraphSpec.frontend_hashing`)."""
 
     frontends: int = 1
     frontend_hashing: bool = True
@@ -176,17 +174,13 @@ class LabAbTarget:
     def name(self) -> str:
         return self.source.name
 
-    @property
-    def local(self) -> LocalTools:
-        """The lab's tools at the time scale `prepare` chose."""
-        return lab_tools(self.install, self.conditions)
-
     def stage_target(self, outputs: StackOutputs) -> StageTarget:
-        """The stages as local processes against the graph's frontend, with the lab's tools and
-        the /metrics pages of the profile's running workers."""
+        """The stages as local processes against the graph's frontend, with the lab's tools (at
+        the time scale `prepare` chose) and the /metrics pages of the profile's running workers."""
         running = self.running.get(outputs.profile)
         pages = tuple(running[0].worker_metrics_urls) if running else ()
-        local = dataclasses.replace(self.local, worker_metrics_pages=pages)
+        tools = lab_tools(self.install, self.conditions)
+        local = dataclasses.replace(tools, worker_metrics_pages=pages)
         return LocalTarget(self.source.reached(outputs), local)
 
     def stack(self, profile: RoutingProfile) -> str:

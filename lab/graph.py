@@ -20,10 +20,8 @@ Over 300 lines: one graph runner, whose start, readiness wait, stop and log tail
 of its processes (the frontends' command line and the pass-through's start among them); the
 direct path and the controller both run graphs with it.
 
-Several frontends (`frontends`, the direct path): the same command line each, on its own port,
-behind the pass-through (`lab/pass_through.py`), which gives each connection to one of them by a
-hash of its session header (`frontend_hashing`) or at random: what a consistent-hashing load
-balancer, or a plain Service, does in front of a cluster's frontend replicas.
+Several frontends (`frontends`): the same command line each, on its own port, behind the
+pass-through (`lab/pass_through.py`), which says how it gives each connection to one of them.
 """
 
 from __future__ import annotations
@@ -62,6 +60,9 @@ MAX_WORKERS = 128
 DEFAULT_STARTUP_TIMEOUT_SECONDS = 90.0
 POLL_SECONDS = 0.25
 GRAPH_NAME_PREFIX = "cosmos3-nano-reasoner-lab"
+PASS_THROUGH = Path(__file__).resolve().parent / "pass_through.py"
+PASS_THROUGH_START_SECONDS = 10.0
+PASS_THROUGH_POLL_SECONDS = 0.05
 
 
 class LabGraphError(StageFailed):
@@ -78,26 +79,20 @@ class FrontendCommand:
     env: tuple[tuple[str, str], ...] = ()
 
 
-LISTEN_OPTIONS = {"--http-host": LOOPBACK, "--http-port": None}
-
-
 def listen_on(argv: list[str], port: int) -> list[str]:
     """`argv` with the value of any --http-host or --http-port it gives replaced by 127.0.0.1 and
     `port` (the environment sets them otherwise): where the lab's frontend listens, and only that."""
-    values = {option: value or str(port) for option, value in LISTEN_OPTIONS.items()}
+    values = {"--http-host": LOOPBACK, "--http-port": str(port)}
     result: list[str] = []
-    replace_next: str | None = None
+    value_of: str | None = None  # the option whose value is the next word
     for word in argv:
-        if replace_next is not None:
-            result.append(values[replace_next])
-            replace_next = None
-            continue
         option, equals, _ = word.partition("=")
-        if option in values and equals:
-            result.append(f"{option}={values[option]}")
-            continue
-        if word in values:
-            replace_next = word
+        if value_of is not None:
+            word, value_of = values[value_of], None
+        elif option in values and equals:
+            word = f"{option}={values[option]}"
+        elif word in values:
+            value_of = word
         result.append(word)
     return result
 
@@ -232,18 +227,10 @@ class LabGraph:
             self._start_worker(index, env)
         for port in self.frontend_ports:
             self._wait_until_serving(port)
-        port = self.frontend_port
+        port = self.frontend_ports[0]  # the only one's, unless the pass-through is in front
         if self.spec.pre_engine_delay_ms or self.spec.frontends > 1:
-            with deferred_interrupts():  # recorded before an interrupt can strike
-                self.pass_through, port = start_pass_through(
-                    self.run_dir, self.spec, self.frontend_ports, env
-                )
+            port = self._start_pass_through(env)
         self.publish(port)
-
-    @property
-    def frontend_port(self) -> int:
-        """The first frontend's port (the only one's, but on the direct path with several)."""
-        return self.frontend_ports[0] if self.frontend_ports else 0
 
     def publish(self, port: int) -> None:
         """The port clients use (`client_port`), in the outputs and outputs.json: the frontend's,
@@ -295,6 +282,31 @@ class LabGraph:
         log_path = self.run_dir / "logs" / f"{name}.log"
         with deferred_interrupts():  # recorded before an interrupt can strike, so stop() sees it
             self.processes.append(start_group_process(name, argv, env, log_path, cwd=REPO_ROOT))
+
+    def _start_pass_through(self, env: dict[str, str]) -> int:
+        """The pass-through in front of the frontends; returns the port clients use instead."""
+        port_file = self.run_dir / "tmp" / "pass-through.port"
+        port_file.unlink(missing_ok=True)
+        choice = "hash" if self.spec.frontend_hashing else "random"
+        # Laid out by hand (formatter skipped): a command line, the interpreter and its flags, then
+        # the pass-through's own arguments.
+        argv = [
+            sys.executable, "-S", "-E", "-B", str(PASS_THROUGH),
+            str(port_file), f"{self.spec.pre_engine_delay_ms}", choice,
+            *map(str, self.frontend_ports),
+        ]  # fmt: skip
+        log_path = self.run_dir / "logs" / "pass-through.log"
+        with deferred_interrupts():  # recorded before an interrupt can strike, so stop() sees it
+            self.pass_through = start_group_process("pass-through", argv, env, log_path, REPO_ROOT)
+        deadline = time.monotonic() + PASS_THROUGH_START_SECONDS
+        while not port_file.exists():
+            if self.pass_through.exit_code() is not None or time.monotonic() > deadline:
+                raise LabGraphError(
+                    f"the lab's pass-through did not start\n---- {log_path} ----\n"
+                    + self.pass_through.log_tail(15)
+                )
+            time.sleep(PASS_THROUGH_POLL_SECONDS)
+        return int(read_text(port_file, "pass-through's port file", MAX_STATE_BYTES))
 
     def _wait_until_serving(self, port: int) -> None:
         """Until the frontend at `port` lists the model in /v1/models and all N workers' generate
@@ -355,34 +367,3 @@ def registered_workers(health: Mapping[str, object]) -> int:
             if isinstance(i, dict) and i.get("endpoint") == "generate"
         }
     )
-
-
-PASS_THROUGH = Path(__file__).resolve().parent / "pass_through.py"
-PASS_THROUGH_START_SECONDS = 10.0
-PASS_THROUGH_POLL_SECONDS = 0.05
-
-
-def start_pass_through(
-    run_dir: Path, spec: GraphSpec, frontend_ports: list[int], env: dict[str, str]
-) -> tuple[GroupProcess, int]:
-    """The pass-through in front of the frontends, and the port clients use instead."""
-    port_file = run_dir / "tmp" / "pass-through.port"
-    port_file.unlink(missing_ok=True)
-    choice = "hash" if spec.frontend_hashing else "random"
-    # Laid out by hand (formatter skipped): a command line, the interpreter and its flags, then
-    # the pass-through's own arguments.
-    argv = [
-        sys.executable, "-S", "-E", "-B", str(PASS_THROUGH),
-        str(port_file), f"{spec.pre_engine_delay_ms}", choice, *map(str, frontend_ports),
-    ]  # fmt: skip
-    log_path = run_dir / "logs" / "pass-through.log"
-    process = start_group_process("pass-through", argv, env, log_path, REPO_ROOT)
-    deadline = time.monotonic() + PASS_THROUGH_START_SECONDS
-    while not port_file.exists():
-        if process.exit_code() is not None or time.monotonic() > deadline:
-            process.stop()
-            raise LabGraphError(
-                f"the lab's pass-through did not start\n---- {log_path} ----\n{process.log_tail(15)}"
-            )
-        time.sleep(PASS_THROUGH_POLL_SECONDS)
-    return process, int(read_text(port_file, "pass-through's port file", MAX_STATE_BYTES))

@@ -9,7 +9,7 @@ from another host, or from this one outside the namespace.
 
 `python -m lab up` stays reachable from your shell: before it re-executes itself it listens on
 the machine's 127.0.0.1 (passed on as an open file, `FORWARD_FD_ENV`), and inside it forwards
-each connection to its frontend (`PortForward`). Where the machine allows no unprivileged user
+each connection to its frontend (`port_forward`). Where the machine allows no unprivileged user
 namespace (some CI runners), the lab says so and runs on loopback but for the ZMQ sockets; so it
 does on a cluster `$COSMOS3_CLUSTER` names by kubeconfig, which the namespace could not reach.
 """
@@ -82,19 +82,11 @@ def forwarded_listener() -> socket.socket | None:
     return listener
 
 
-class PortForward:
-    """Connections to `listener` forwarded to 127.0.0.1:`upstream_port`, from a daemon thread."""
-
-    def __init__(self, listener: socket.socket, upstream_port: int) -> None:
-        self.listener = listener
-        self.port = int(listener.getsockname()[1])
-        self._thread = threading.Thread(
-            target=asyncio.run,
-            args=(forward_connections(listener, upstream_port),),
-            name="lab-port-forward",
-            daemon=True,
-        )
-
-    def start(self) -> PortForward:
-        self._thread.start()
-        return self
+def port_forward(listener: socket.socket, upstream_port: int) -> int:
+    """Connections to `listener` forwarded to 127.0.0.1:`upstream_port`, from a daemon thread;
+    returns the port they reach."""
+    forward = forward_connections(listener, upstream_port)
+    threading.Thread(
+        target=asyncio.run, args=(forward,), name="lab-port-forward", daemon=True
+    ).start()
+    return int(listener.getsockname()[1])

@@ -53,11 +53,6 @@ def decode_ms(context_tokens: int) -> float:
     return max(1.0, d0 + d1 * utilisation + d2 * utilisation * utilisation)
 
 
-def cached_tokens(prefix_tokens: int) -> int:
-    """How much of a cached prefix the engine reuses: whole blocks only."""
-    return prefix_tokens - prefix_tokens % BLOCK_SIZE
-
-
 class EngineSpeed(BaseModel):
     """The mock engine's speed in the simulated (GPU) time: `speedup` for prefill, and
     `speedup` x `decode_speedup` for decode. `mocker_args(slowdown)` runs it `slowdown` times

@@ -129,15 +129,6 @@ async def forward_connections(
         await server.serve_forever()
 
 
-async def serve(upstream: int | FrontendChoice, delay_seconds: float, port_file: Path) -> None:
-    def announce(port: int) -> None:
-        partial = port_file.with_suffix(".partial")
-        partial.write_text(f"{port}\n")
-        partial.replace(port_file)  # whole or absent: the lab reads it as soon as it exists
-
-    await forward_connections(loopback_listener(), upstream, delay_seconds, announce)
-
-
 def main(argv: list[str]) -> int:
     if len(argv) < 4 or argv[2] not in ("hash", "random"):
         print(__doc__, file=sys.stderr)
@@ -145,7 +136,13 @@ def main(argv: list[str]) -> int:
     port_file, delay_ms, choice = Path(argv[0]), float(argv[1]), argv[2]
     ports = [int(port) for port in argv[3:]]
     upstream = ports[0] if len(ports) == 1 else FrontendChoice(ports, hashing=choice == "hash")
-    asyncio.run(serve(upstream, delay_ms / 1000, port_file))
+
+    def announce(port: int) -> None:
+        partial = port_file.with_suffix(".partial")
+        partial.write_text(f"{port}\n")
+        partial.replace(port_file)  # whole or absent: the lab reads it as soon as it exists
+
+    asyncio.run(forward_connections(loopback_listener(), upstream, delay_ms / 1000, announce))
     return 0
 
 

@@ -22,15 +22,11 @@ VOCABULARY_SIZE = 1024
 
 
 @functools.cache
-def _vocabulary() -> tuple[str, ...]:
+def vocabulary() -> tuple[str, ...]:
+    """The stand-in words, e.g. 'baba', 'babe', ...: two consonant-vowel syllables each."""
     syllables = [c + v for c, v in itertools.product(_CONSONANTS, _VOWELS)]
     words = (a + b for a, b in itertools.product(syllables, repeat=2))
     return tuple(itertools.islice(words, VOCABULARY_SIZE))
-
-
-def vocabulary() -> list[str]:
-    """The stand-in words, e.g. 'baba', 'babe', ...: two consonant-vowel syllables each."""
-    return list(_vocabulary())
 
 
 def video_prefix(video_id: str, length: int) -> str:
@@ -42,7 +38,7 @@ def video_prefix(video_id: str, length: int) -> str:
     """
     if length < 1:
         raise ValueError(f"a video prefix needs at least one token, got {length}")
-    words = _vocabulary()
+    words = vocabulary()
     rng = random.Random(f"video-prefix:{video_id}")
     return " ".join(rng.choice(words) for _ in range(length))
 

@@ -98,24 +98,18 @@ def pad_vocabulary(tokenizer: Tokenizer, size: int) -> Tokenizer:
     return Tokenizer.from_str(json.dumps(spec))
 
 
-def check_mocker_outputs_decode(tokenizer: Tokenizer) -> None:
-    """Fail the build if an id the mock engine answers with would decode to no text."""
-    silent = [i for i in MOCKER_OUTPUT_IDS if not tokenizer.decode([i]).strip()]
-    if silent:
-        raise SystemExit(
-            f"tiny tokenizer: {len(silent)} ids the mock engine emits decode to no text "
-            f"(e.g. {silent[:5]}); pad the vocabulary to at least {MOCKER_OUTPUT_IDS.stop}"
-        )
-
-
-def check_one_token_per_word(tokenizer: Tokenizer) -> None:
-    """Fail the build if a stand-in word would cost more than one token after a space."""
+def check(tokenizer: Tokenizer) -> None:
+    """Fail the build if a stand-in word would cost more than one token after a space, or an id
+    the mock engine answers with would decode to no text."""
     too_long = [w for w in vocabulary() if len(tokenizer.encode(" " + w).ids) != 1]
-    if too_long:
-        raise SystemExit(
-            f"tiny tokenizer: {len(too_long)} stand-in words are not single tokens "
-            f"(e.g. {too_long[:5]}); raise TARGET_VOCAB_SIZE"
-        )
+    silent = [i for i in MOCKER_OUTPUT_IDS if not tokenizer.decode([i]).strip()]
+    pad = f"pad the vocabulary to at least {MOCKER_OUTPUT_IDS.stop}"
+    for found, what, fix in (
+        (too_long, "stand-in words are not single tokens", "raise TARGET_VOCAB_SIZE"),
+        (silent, "ids the mock engine emits decode to no text", pad),
+    ):
+        if found:
+            raise SystemExit(f"tiny tokenizer: {len(found)} {what} (e.g. {found[:5]}); {fix}")
 
 
 def model_config(vocab_size: int) -> dict[str, object]:
@@ -167,8 +161,7 @@ def tokenizer_config() -> dict[str, object]:
 
 def build(out: Path) -> None:
     tokenizer = pad_vocabulary(train_tokenizer(), MOCKER_OUTPUT_IDS.stop)
-    check_one_token_per_word(tokenizer)
-    check_mocker_outputs_decode(tokenizer)
+    check(tokenizer)
     out.mkdir(parents=True, exist_ok=True)
     write_file(out / "tokenizer.json", tokenizer.to_str(pretty=True))
     files = {

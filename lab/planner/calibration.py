@@ -30,9 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from components.routing import RoutingProfile
 from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
 from lab.planner.measured_table import AFF, RR, MeasuredRow, MeasuredTable
-from lab.planner.service_times import ServiceTimes, scattered_latency_ms
+from lab.planner.service_times import ServiceTimes, mean_latency_ms, scattered_latency_ms
 from lab.sweep import LabKnobs, LabSweep, Runner
-from stages.core.model_files import read_model, write_model
+from stages.core.model_files import read_model
 from stages.core.results import LevelResult
 
 DEFAULT_QUESTION_TOKENS = 40
@@ -78,9 +78,6 @@ class Calibration(BaseModel):
     tolerance: float
     converged: bool
     checks: tuple[Check, ...]
-
-    def save(self, path: Path) -> Path:
-        return write_model(self, path)
 
     def checked_levels(
         self, sweep: LabSweep, slowdown: float
@@ -171,12 +168,10 @@ def measured_times(
     concurrency 1, round robin's as if it scattered (charging `cold_extra_ms` per extra hit)."""
     rr, aff = results[RR.value], results[AFF.value]
     (concurrency,) = sweep.concurrencies
-    if rr.request_latency_mean_ms is None or aff.request_latency_mean_ms is None:
-        raise CalibrationError("the lab's results have no mean request latency")
-    rr_mean = rr.request_latency_mean_ms
+    rr_mean = mean_latency_ms(rr)
     if concurrency > 1:  # at 1 round robin's spread is exact, in the lab too
         rr_mean = scattered_latency_ms(rr, sweep.workers, sweep.questions, cold_extra_ms)
-    latency = {RR: rr_mean, AFF: aff.request_latency_mean_ms}
+    latency = {RR: rr_mean, AFF: mean_latency_ms(aff)}
     return ServiceTimes.solve(
         latency, aff.ttft_p50_ms, sweep.workers, sweep.questions, sweep.output_tokens, concurrency
     )

@@ -107,26 +107,21 @@ class MeasuredTable(BaseModel):
                 f"{round_robin} and {session_affinity} ran different workloads or fleets; "
                 "a table compares the same workload on the same workers"
             )
-        levels = sorted(
-            {lvl.concurrency for lvl in rr.levels} & {a.concurrency for a in aff.levels}
-        )
-        rows = []
-        for concurrency in levels:
-            rr_level, aff_level = rr.level(concurrency), aff.level(concurrency)
-            assert rr_level is not None and aff_level is not None
-            rows.append(
-                MeasuredRow(
-                    concurrency=concurrency,
-                    round_robin=LevelMetrics.of(rr_level),
-                    session_affinity=LevelMetrics.of(aff_level),
-                )
-            )
+        rr_levels = {level.concurrency: level for level in rr.levels}  # distinct, by validation
+        aff_levels = {level.concurrency: level for level in aff.levels}
         return cls(
             source=f"{round_robin} and {session_affinity}",
             workers=rr.workers,
             questions=rr.workload.questions,
             output_tokens=rr.workload.output_tokens,
-            rows=tuple(rows),
+            rows=tuple(
+                MeasuredRow(
+                    concurrency=c,
+                    round_robin=LevelMetrics.of(rr_levels[c]),
+                    session_affinity=LevelMetrics.of(aff_levels[c]),
+                )
+                for c in sorted(rr_levels.keys() & aff_levels.keys())
+            ),
         )
 
 

@@ -68,7 +68,7 @@ def _calibrate(args: argparse.Namespace) -> int:
         args.tolerance,
         args.max_runs,
     )
-    path = calibration.save(args.out / CALIBRATION_FILE)
+    path = write_model(calibration, args.out / CALIBRATION_FILE)
     print(f"calibration: {path}" + ("" if calibration.converged else " (did not converge)"))
     return 0
 
@@ -125,9 +125,9 @@ def _write(
     second: Prediction | None,
     given: MeasuredTable | None,
 ) -> None:
-    prediction.save(out / PREDICTION_FILE)
+    write_model(prediction, out / PREDICTION_FILE)
     if second is not None:
-        second.save(out / CHECK_FILE)
+        write_model(second, out / CHECK_FILE)
     measured = given or _recipe_if_same_workload(prediction.sweep)
     report = render(prediction, calibration, measured, second)
     write_file(out / REPORT_FILE, report)
@@ -157,17 +157,9 @@ def _capacity(args: argparse.Namespace) -> int:
     return 0
 
 
-def _results(help_text: str) -> dict[str, Any]:
-    return {
-        "nargs": 2,
-        "type": Path,
-        "metavar": ("ROUND_ROBIN", "SESSION_AFFINITY"),
-        "help": help_text,
-    }
-
-
 OUT = {"type": Path, "default": DEFAULT_OUT, "help": f"where files go (default {DEFAULT_OUT})"}
 PROFILE: dict[str, Any] = {"choices": [p.value for p in RoutingProfile]}
+RESULTS = {"nargs": 2, "type": Path, "metavar": ("ROUND_ROBIN", "SESSION_AFFINITY")}
 COMMON: dict[str, dict[str, Any]] = {
     "--out": OUT,
     "--slowdown": {
@@ -203,9 +195,11 @@ COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
         "tune the lab to one measured level of both profiles",
         _calibrate,
         {
-            "--results": _results(
-                "both profiles' results.json from your perf stage (default: the recipe's table)"
-            ),
+            "--results": {
+                **RESULTS,
+                "help": "both profiles' results.json from your perf stage (default: the "
+                "recipe's table)",
+            },
             "--reference-concurrency": {
                 **positive_integer_option(MAX_CONCURRENCY),
                 "default": 1,
@@ -234,10 +228,11 @@ COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
         _predict,
         {
             **CALIBRATION,
-            "--results": _results(
-                "a measured table to compare with (default: the recipe's, unless a what-if "
-                "option changes the workload)"
-            ),
+            "--results": {
+                **RESULTS,
+                "help": "a measured table to compare with (default: the recipe's, unless a "
+                "what-if option changes the workload)",
+            },
             "--check-slowdown": {
                 **positive_number_option(MAX_SLOWDOWN),
                 "help": "run again this many times slower and compare",
@@ -250,10 +245,11 @@ COMMANDS: dict[str, tuple[str, Any, dict[str, dict[str, Any]], bool]] = {
         _report,
         {
             **CALIBRATION,
-            "--results": _results(
-                "the measured table to compare with (default: the recipe's, for the recipe's "
-                "workload)"
-            ),
+            "--results": {
+                **RESULTS,
+                "help": "the measured table to compare with (default: the recipe's, for the "
+                "recipe's workload)",
+            },
         },
         False,
     ),

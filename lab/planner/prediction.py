@@ -24,7 +24,7 @@ from lab.planner.calibration import Calibration
 from lab.planner.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
 from lab.planner.service_times import mean_latency_ms, scatter_cache_hits, scattered_latency_ms
 from lab.sweep import LabSweep, Runner
-from stages.core.model_files import read_model, write_model
+from stages.core.model_files import read_model
 from stages.core.results import LevelResult
 
 
@@ -57,9 +57,6 @@ class Prediction(BaseModel):
     def load(cls, path: Path) -> Prediction:
         return read_model(cls, path, "lab prediction", "run `lab predict` first")
 
-    def save(self, path: Path) -> Path:
-        return write_model(self, path)
-
     def reassembled(self, calibration: Calibration) -> Prediction:
         """The prediction derived again from the lab's levels it keeps (after a change to the
         model or the report); runs nothing."""
@@ -77,17 +74,6 @@ class Prediction(BaseModel):
             output_tokens=self.sweep.output_tokens,
             rows=self.rows,
         )
-
-
-def predicted_metrics(level: LevelResult, output_tokens: int, mean_ms: float) -> LevelMetrics:
-    rps = level.concurrency * 1000 / mean_ms
-    return LevelMetrics(
-        requests_per_second=rps,
-        ttft_p50_ms=level.ttft_p50_ms,
-        ttft_p95_ms=level.ttft_p95_ms,
-        request_latency_p50_ms=level.request_latency_p50_ms,
-        output_tokens_per_second=rps * output_tokens,
-    )
 
 
 def predict(
@@ -162,7 +148,14 @@ def level_metrics(
     if profile is RR:
         cold_extra = calibration.targets.cold_extra_ms
         mean = scattered_latency_ms(level, sweep.workers, sweep.questions, cold_extra)
-    return predicted_metrics(level, sweep.output_tokens, mean)
+    rps = level.concurrency * 1000 / mean
+    return LevelMetrics(
+        requests_per_second=rps,
+        ttft_p50_ms=level.ttft_p50_ms,
+        ttft_p95_ms=level.ttft_p95_ms,
+        request_latency_p50_ms=level.request_latency_p50_ms,
+        output_tokens_per_second=rps * sweep.output_tokens,
+    )
 
 
 class CellDeviation(BaseModel):

@@ -17,10 +17,9 @@ LABELS = {
     "ttft_p95_ms": ("TTFT p95 ms", "{:.0f}"),
     "request_latency_p50_ms": ("latency p50 ms", "{:.0f}"),
     "output_tokens_per_second": ("output tok/s", "{:.0f}"),
+    "gain": ("gain", "{:+.0%}"),
 }
 SHORT = {RR.value: "RR", AFF.value: "affinity"}
-CELL_ALIGN = "|---:|---|---:|---:|---:|"
-"""A table of cells: the cell's label left-aligned, the numbers right-aligned."""
 QUEUE_BEFORE_ENGINE = (
     "on a GPU worker the video is processed before the engine and requests queue there; the "
     "lab processes it inside the engine as prefill, so round robin's first tokens wait less"
@@ -124,27 +123,22 @@ def _predicted_table(table: MeasuredTable) -> list[str]:
     return ["## Predicted", "", *_wide(header, rows), ""]
 
 
-def _cell_rows(cells: list[CellDeviation], values: tuple[str, str]) -> list[list[str]]:
-    """A row a cell: its level, its label, its two `values` (attribute names), its error."""
-    return [
-        [
-            str(c.concurrency),
-            _label(c.column),
-            *(_number(c, getattr(c, v)) for v in values),
-            _error(c),
-        ]
+def _cell_table(
+    cells: list[CellDeviation], values: tuple[str, str], headings: tuple[str, str, str]
+) -> list[str]:
+    """A row a cell: its level, its label (left-aligned), its two `values` (attribute names) and
+    its error, under `headings`."""
+    rows = [
+        [str(c.concurrency), _label(c.column), *(_number(c, getattr(c, v)) for v in values)]
+        + [_error(c)]
         for c in cells
     ]
+    return _wide(["Concurrency", "Cell", *headings], rows, "|---:|---|---:|---:|---:|")
 
 
 def _comparison(cells: list[CellDeviation], source: str, workers: int) -> list[str]:
-    header = ["Concurrency", "Cell", "Predicted", "Measured", "Error"]
-    lines = [
-        f"## Against {source}",
-        "",
-        *_wide(header, _cell_rows(cells, ("predicted", "measured")), CELL_ALIGN),
-    ]
-    lines += ["", _within_goal(cells)]
+    table = _cell_table(cells, ("predicted", "measured"), ("Predicted", "Measured", "Error"))
+    lines = [f"## Against {source}", "", *table, "", _within_goal(cells)]
     for cell in [cell for cell in cells if abs(cell.error) > GOAL]:
         why = reason(cell, workers) or "no known effect explains it"
         lines.append(f"- c={cell.concurrency} {_label(cell.column)}: {_error(cell)}; {why}")
@@ -157,16 +151,13 @@ def _within_goal(cells: list[CellDeviation]) -> str:
 
 
 def _label(column: str) -> str:
-    if column == "gain":
-        return "gain"
-    profile, metric = column.split(" ")
-    return f"{SHORT[profile]} {LABELS[metric][0]}"
+    """`<profile> <metric>`, or `gain`: shortly."""
+    profile, _, metric = column.rpartition(" ")
+    return f"{SHORT[profile]} {LABELS[metric][0]}" if profile else LABELS[metric][0]
 
 
 def _number(cell: CellDeviation, value: float) -> str:
-    if cell.column == "gain":
-        return f"{value:+.0%}"
-    return LABELS[cell.column.split(" ")[1]][1].format(value)
+    return LABELS[cell.column.rpartition(" ")[2]][1].format(value)
 
 
 def _error(cell: CellDeviation) -> str:
@@ -199,13 +190,8 @@ def _cache_hits(prediction: Prediction) -> list[str]:
     return [*lines, *_wide(header, rows), ""]
 
 
-def slowdown_differences(first: Prediction, second: Prediction) -> list[CellDeviation]:
-    """Every cell of `second` against `first` (its 'measured')."""
-    return cell_deviations(second.table(), first.table())
-
-
 def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
-    cells = slowdown_differences(first, second)
+    cells = cell_deviations(second.table(), first.table())  # `first` as the "measured"
     worst = max(cells, key=lambda cell: abs(cell.error))
     moved = [cell for cell in cells if abs(cell.error) > SAME]
     verdict = (
@@ -224,14 +210,8 @@ def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
         ),
         "",
     ]
-    header = [
-        "Concurrency",
-        "Cell",
-        f"At {first.slowdown:g}x",
-        f"At {second.slowdown:g}x",
-        "Change",
-    ]
-    return [*lines, *_wide(header, _cell_rows(cells, ("measured", "predicted")), CELL_ALIGN), ""]
+    headings = (f"At {first.slowdown:g}x", f"At {second.slowdown:g}x", "Change")
+    return [*lines, *_cell_table(cells, ("measured", "predicted"), headings), ""]
 
 
 def summary(cells: list[CellDeviation]) -> list[str]:

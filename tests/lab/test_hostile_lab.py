@@ -205,9 +205,9 @@ def test_the_forward_reaches_the_frontend_from_the_machines_loopback() -> None:
             connection.sendall(connection.recv(100).upper())
 
     threading.Thread(target=echo, daemon=True).start()
-    forward = isolation.PortForward(loopback_listener(), upstream.getsockname()[1]).start()
+    port = isolation.port_forward(loopback_listener(), upstream.getsockname()[1])
 
-    with socket.create_connection((LOOPBACK, forward.port), timeout=10) as client:
+    with socket.create_connection((LOOPBACK, port), timeout=10) as client:
         client.sendall(b"models?")
         assert client.recv(100) == b"MODELS?"
     upstream.close()

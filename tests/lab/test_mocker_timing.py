@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from lab.environment import LabInstall
-from lab.mocker_timing import EngineSpeed, cached_tokens, decode_ms, prefill_ms
+from lab.mocker_timing import EngineSpeed, decode_ms, prefill_ms
 
 REPLAY = """
 import json, sys
@@ -34,11 +34,6 @@ def test_decode_grows_with_what_the_cache_holds() -> None:
     assert decode_ms(0) == pytest.approx(5.74)
     assert decode_ms(2002) == pytest.approx(5.843, abs=1e-3)
     assert decode_ms(10**9) == pytest.approx(5.74 + 54.01 - 25.74)
-
-
-def test_only_whole_blocks_of_a_prefix_are_reused() -> None:
-    assert cached_tokens(1000) == 960
-    assert cached_tokens(64) == 64
 
 
 def test_slowing_down_divides_the_speed_and_leaves_the_decode_share() -> None:

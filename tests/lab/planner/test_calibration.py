@@ -15,6 +15,7 @@ from lab.planner.prediction import cell_deviations, predict
 from lab.planner.prediction_report import render
 from lab.planner.service_times import ModelMismatch, ServiceTimes
 from lab.sweep import LabSweep
+from stages.core.model_files import write_model
 from tests.lab.planner.fake_lab import FakeLab
 
 RR, AFF = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY
@@ -84,7 +85,7 @@ def test_calibration_corrects_what_the_formulas_do_not_know(tmp_path: Path) -> N
     first = calibration.checks[0].errors["warm_ttft_ms"]
     assert first > 0.1  # the overhead made the first guess miss the first token
     assert all(abs(error) <= 0.02 for error in calibration.checks[-1].errors.values())
-    assert Calibration.load(calibration.save(tmp_path / "c.json")) == calibration
+    assert Calibration.load(write_model(calibration, tmp_path / "c.json")) == calibration
     assert {call[3] for call in lab.calls} == {4}
 
 
