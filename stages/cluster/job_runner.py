@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.core.verdicts import LogEcho, PodRun
-from stages.errors import PodNotStarted, StageFailed, TimedOut
+from stages.errors import PodNotStarted, StageError, StageFailed, TimedOut
 
 PERMANENT_START_FAILURES = frozenset(
     {"InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError"}
@@ -110,20 +110,25 @@ class JobRunner:
     # --- wait -----------------------------------------------------------------------------------
 
     def wait(self, job: str, pod_selector: str) -> PodRun:
-        """Follow the Job until it completes or fails; the pod's log is echoed as it grows."""
+        """Follow the Job until it completes or fails; the pod's log is echoed as it grows, and
+        what the pod is doing is said when that changes, and every minute while nothing does."""
         started = self.timer.clock()
         echo = LogEcho(self.say)
-        watch = _StateWatch(self.say, started, self.timer.clock)
+        last, next_beat = "", started + HEARTBEAT_SECONDS
         while True:
             state = self._job_state(job)
             pod = self._newest_pod(pod_selector)
-            watch.observe(pod)
+            now = self.timer.clock()
+            current = f"pod {pod.name}: {pod.describe()}" if pod else "waiting for the Job's pod"
+            if current != last or now >= next_beat:
+                still = "still " if current == last else ""
+                self.say(f"{still}{current} (after {now - started:.0f} s)")
+                last, next_beat = current, now + HEARTBEAT_SECONDS
             if pod is not None and pod.started:
                 echo.update(self.api.pod_log(pod.name))
             if state.complete or state.failure:
                 return self._outcome(job, state, pod_selector, echo)
-            self._check_started(job, pod, started)
-            self._check_deadline(job, pod, started)
+            self._check_limits(job, pod, started)
             self.timer.sleep(self.limits.poll_seconds)
 
     def _job_state(self, job: str) -> JobState:
@@ -136,35 +141,28 @@ class JobRunner:
         pods = self.api.pods(selector)
         return max(pods, key=lambda pod: pod.created) if pods else None
 
-    def _check_started(self, job: str, pod: PodState | None, started: float) -> None:
-        if pod is not None and pod.started:
-            return
+    def _check_limits(self, job: str, pod: PodState | None, started: float) -> None:
+        """Give up (see the module docstring): delete the Job and raise why."""
+        waited = self.timer.clock() - started
         permanent = pod is not None and pod.waiting_reason in PERMANENT_START_FAILURES
-        waited = self.timer.clock() - started
-        if not permanent and waited < self.limits.start_timeout_seconds:
-            return
-        what = f"pod {pod.name} is {pod.describe()}" if pod else "no pod was created"
-        self._delete_job(job)
-        raise PodNotStarted(
-            f"the {job} pod did not start after {waited:.0f} s: {what}. "
-            f"`kubectl -n {self.api.namespace} describe job {job}` shows the events "
-            "(image pull, scheduling, quota)"
-        )
-
-    def _check_deadline(self, job: str, pod: PodState | None, started: float) -> None:
-        waited = self.timer.clock() - started
-        if waited < self.limits.timeout_seconds:
-            return
-        self._delete_job(job)
-        where = f" (pod {pod.describe()})" if pod else ""
-        raise TimedOut(
-            f"Job {job} did not finish within {self.limits.timeout_seconds:.0f} s{where}; "
-            "its log so far is above; raise --timeout for a longer run"
-        )
-
-    def _delete_job(self, job: str) -> None:
-        self.say(f"deleting Job {job} so that nothing keeps running unobserved")
-        self.api.delete("Job", job)
+        error: StageError | None = None
+        if not (pod and pod.started) and (permanent or waited >= self.limits.start_timeout_seconds):
+            what = f"pod {pod.name} is {pod.describe()}" if pod else "no pod was created"
+            error = PodNotStarted(
+                f"the {job} pod did not start after {waited:.0f} s: {what}. "
+                f"`kubectl -n {self.api.namespace} describe job {job}` shows the events "
+                "(image pull, scheduling, quota)"
+            )
+        elif waited >= self.limits.timeout_seconds:
+            where = f" (pod {pod.describe()})" if pod else ""
+            error = TimedOut(
+                f"Job {job} did not finish within {self.limits.timeout_seconds:.0f} s{where}; "
+                "its log so far is above; raise --timeout for a longer run"
+            )
+        if error is not None:
+            self.say(f"deleting Job {job} so that nothing keeps running unobserved")
+            self.api.delete("Job", job)
+            raise error
 
     def _outcome(self, job: str, state: JobState, selector: str, echo: LogEcho) -> PodRun:
         pod = self._newest_pod(selector)
@@ -179,25 +177,3 @@ class JobRunner:
             reason = f"{failure.reason}: {failure.message}{exit_code}"
         self.say(f"Job {job} {'completed' if failure is None else 'failed'}")
         return PodRun(f"Job {job}", failure is None, log, reason)
-
-
-class _StateWatch:
-    """Says what the pod is doing when that changes, and every minute while nothing does."""
-
-    def __init__(self, say: Callable[[str], None], started: float, clock: Callable[[], float]):
-        self.say = say
-        self.started = started
-        self.clock = clock
-        self.last: str | None = None
-        self.next_beat = started + HEARTBEAT_SECONDS
-
-    def observe(self, pod: PodState | None) -> None:
-        now = self.clock()
-        current = f"pod {pod.name}: {pod.describe()}" if pod else "waiting for the Job's pod"
-        if current != self.last:
-            self.say(f"{current} (after {now - self.started:.0f} s)")
-            self.last = current
-            self.next_beat = now + HEARTBEAT_SECONDS
-        elif now >= self.next_beat:
-            self.say(f"still {current} (after {now - self.started:.0f} s)")
-            self.next_beat = now + HEARTBEAT_SECONDS

@@ -36,9 +36,7 @@ class KubernetesApi:
 
     @classmethod
     def connect(cls, namespace: str, kubeconfig: Path | None, context: str) -> KubernetesApi:
-        """The client for `context` of `kubeconfig` (None: $KUBECONFIG, then ~/.kube/config).
-        The context is always named: the kubeconfig's current context is nobody's choice
-        (`stage_context`)."""
+        """The client for `context` of `kubeconfig` (None: $KUBECONFIG, then ~/.kube/config)."""
         from kubernetes import client
 
         try:

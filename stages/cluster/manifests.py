@@ -33,7 +33,7 @@ from urllib.parse import urlsplit
 
 import yaml
 
-from common.credentials import credential_kind, mask_values
+from common.credentials import MASK, credential_kind, mask_values
 from components import names
 from components.contract import StackOutputs
 from stages.cluster.api import Manifest
@@ -63,8 +63,6 @@ RUN_ID_LABEL = f"{names.APP}/run-id"
 """On the pod and in the media Service's selector: the Service only ever reaches this run's pod."""
 CONFIG_MAP_LIMIT_BYTES = 900 * 1024
 """The API server refuses ConfigMaps over 1 MiB; keep a margin."""
-MASK = "<secret>"
-"""What a Secret's values read in the YAML of a dry run and in `manifests.yaml`."""
 
 POD_IMAGE = "python:3.11.7-slim-bookworm"
 """A full patch tag: the interpreter the AIPerf lock was resolved and tested with (3.11.7).
@@ -143,10 +141,6 @@ def labels(component: str, outputs: StackOutputs) -> dict[str, str]:
     }
 
 
-def pod_labels(component: str, outputs: StackOutputs, run_id: str) -> dict[str, str]:
-    return labels(component, outputs) | {RUN_ID_LABEL: run_id}
-
-
 # --- the objects --------------------------------------------------------------------------------
 
 
@@ -202,7 +196,7 @@ def _objects(
             "labels": labels(shape.component, outputs),
         }
 
-    run_labels = pod_labels(shape.component, outputs, settings.run_id)
+    run_labels = labels(shape.component, outputs) | {RUN_ID_LABEL: settings.run_id}
     port = {
         "name": MEDIA_PORT_NAME,
         "port": MEDIA_PORT,
@@ -353,12 +347,10 @@ def _environment(shape: JobShape, settings: JobSettings) -> list[dict[str, Any]]
         "PYTHONDONTWRITEBYTECODE": "1",
     }
     plain: list[dict[str, Any]] = [{"name": name, "value": value} for name, value in env.items()]
-    url = settings.pip_index_url
-    if url and has_credentials(url):
-        ref = {"name": pip_secret_name(shape.job), "key": PIP_INDEX_URL}
-        plain.append({"name": PIP_INDEX_URL, "valueFrom": {"secretKeyRef": ref}})
-    elif url:
-        plain.append({"name": PIP_INDEX_URL, "value": url})
+    if url := settings.pip_index_url:
+        ref = {"secretKeyRef": {"name": pip_secret_name(shape.job), "key": PIP_INDEX_URL}}
+        value = {"valueFrom": ref} if has_credentials(url) else {"value": url}
+        plain.append({"name": PIP_INDEX_URL, **value})
     return plain
 
 

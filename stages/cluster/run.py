@@ -29,7 +29,7 @@ from stages.cluster.kubernetes_api import KubernetesApi, stage_context
 from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
 from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionReuse, PlanSettings
 from stages.core.results import ProfileResults
-from stages.core.verdicts import PodRun, SmokeResult, printer, smoke_verdict, sweep_results
+from stages.core.verdicts import SmokeResult, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import StageError, UsageError
 
@@ -144,23 +144,6 @@ def connect(outputs: StackOutputs, options: ClusterOptions) -> ClusterApi:
     )
 
 
-def _run_job(
-    stage: str,
-    outputs: StackOutputs,
-    options: ClusterOptions,
-    objects: list[Manifest],
-    default_timeout: float,
-    api: ClusterApi | None,
-    stream: TextIO | None,
-    timer: Timer | None,
-) -> PodRun:
-    """Submit `objects` and follow their Job; `api`, `stream` and `timer` default to the real
-    cluster, stderr and the real clock."""
-    say = printer(f"{stage} {outputs.namespace}", stream)
-    limits = options.limits(default_timeout)
-    return JobRunner(api or connect(outputs, options), limits, say, timer or Timer()).run(objects)
-
-
 # --- smoke --------------------------------------------------------------------------------------
 
 
@@ -184,8 +167,10 @@ def run_cluster_smoke(
     require_cluster_reachable_frontend(outputs, "smoke")
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
     objects = smoke_objects(outputs, options, model_wait_seconds)
-    run = _run_job("smoke", outputs, options, objects, SMOKE_TIMEOUT_SECONDS, api, stream, timer)
-    return smoke_verdict(run)
+    say = printer(f"smoke {outputs.namespace}", stream)
+    limits = options.limits(SMOKE_TIMEOUT_SECONDS)
+    runner = JobRunner(api or connect(outputs, options), limits, say, timer or Timer())
+    return smoke_verdict(runner.run(objects))
 
 
 # --- perf ---------------------------------------------------------------------------------------
@@ -278,10 +263,11 @@ def run_cluster_perf(
     stage_context(outputs.kube_context, options.context)  # refused before anything is built
     perf_objects(outputs, workload, options, model_wait_seconds)  # refused before connecting
     api = api or connect(outputs, options)
-    pages = worker_metrics_pages(api, outputs, printer(f"perf {outputs.namespace}", stream))
+    say = printer(f"perf {outputs.namespace}", stream)
+    pages = worker_metrics_pages(api, outputs, say)
     objects = perf_objects(outputs, workload, options, model_wait_seconds, pages)
     _keep_record(outputs, workload, objects, out_dir)
-    run = _run_job("perf", outputs, options, objects, PERF_TIMEOUT_SECONDS, api, stream, timer)
+    run = JobRunner(api, options.limits(PERF_TIMEOUT_SECONDS), say, timer or Timer()).run(objects)
     log_path = out_dir / POD_LOG_FILE
     write_file(log_path, mask(run.log))  # the pod printed it; a credential in it stays off disk
     return sweep_results(outputs, workload, run, out_dir, log_path)

@@ -28,9 +28,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -151,16 +150,15 @@ def summary(concurrency: int, export: dict[str, Any]) -> str:
     )
 
 
-def write_dataset(level: dict[str, Any]) -> Path:
+def write_dataset(level: dict[str, Any]) -> None:
     """The level's dataset from the plan; a plan without one means it is already written."""
     path = Path(level["dataset_path"])
     if level["dataset"] is None:
         if not path.is_file():
             raise PodFailure(f"the plan leaves the dataset to {path}, which does not exist")
-        return path
+        return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(row) + "\n" for row in level["dataset"]))
-    return path
 
 
 def print_exports(config: dict[str, Any], level: dict[str, Any]) -> None:
@@ -193,36 +191,25 @@ def run_level(config: dict[str, Any], level: dict[str, Any], index: int) -> None
 
 def run(config: dict[str, Any]) -> int:
     """The sweep's steps; returns the number of levels run."""
-    pod_common.wait_for_model(
-        config["models_url"], config["served_model"], float(config["model_wait_seconds"])
-    )
+    pod_common.wait_for_model(config)
     check_tokenizer(config.get("tokenizer_check"))
-    with served_videos(config):
+    with ExitStack() as videos:
+        # Made and served, proven fetchable through their URL; a plan without video files (the
+        # lab's text stand-ins) has nothing to make or serve.
+        if config["videos"]:
+            make_videos(config)
+            videos.enter_context(pod_common.serving(config, config["media_check_url"]))
         for index, level in enumerate(config["levels"], start=1):
             run_level(config, level, index)
     return len(config["levels"])
 
 
-@contextmanager
-def served_videos(config: dict[str, Any]) -> Iterator[None]:
-    """Make and serve the plan's videos for the block, proven fetchable through their URL; a plan
-    without video files (the lab's text stand-ins) has nothing to make or serve."""
-    if not config["videos"]:
-        yield
-        return
-    make_videos(config)
-    with pod_common.serving(config, config["media_check_url"]):
-        yield
-
-
-def main(argv: list[str] | None = None) -> int:
-    return pod_common.run_pod_program(
-        sys.argv[1:] if argv is None else argv,
-        usage="python -m stages.incluster.perf_pod PLAN_JSON[.gz]",
-        program=lambda config: f"{FINISHED} {run(config)} levels",
-        failed=FAILED,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(
+        pod_common.run_pod_program(
+            sys.argv[1:],
+            usage="python -m stages.incluster.perf_pod PLAN_JSON[.gz]",
+            program=lambda config: f"{FINISHED} {run(config)} levels",
+            failed=FAILED,
+        )
+    )

@@ -46,14 +46,6 @@ def say(message: str) -> None:
     print(message, flush=True)
 
 
-def load_config(path: Path) -> dict[str, Any]:
-    """The pod's JSON config; `.gz` files are gzipped (the perf plan is large)."""
-    raw = path.read_bytes()
-    text = gzip.decompress(raw) if path.suffix == ".gz" else raw
-    config: dict[str, Any] = json.loads(text)
-    return config
-
-
 # --- the frontend gate --------------------------------------------------------------------------
 
 
@@ -71,10 +63,11 @@ def _poll(attempt: Callable[[], str | None], timeout_seconds: float, interval: f
         time.sleep(interval)
 
 
-def wait_for_model(
-    models_url: str, model: str, timeout_seconds: float, interval: float = 5.0
-) -> None:
-    """Poll `/v1/models` until it lists `model`, like the recipes' readiness gate; bounded."""
+def wait_for_model(config: dict[str, Any], interval: float = 5.0) -> None:
+    """Poll the config's `models_url` (`/v1/models`) until it lists its `served_model`, like the
+    recipes' readiness gate; bounded by its `model_wait_seconds`."""
+    models_url, model = config["models_url"], config["served_model"]
+    timeout_seconds = float(config["model_wait_seconds"])
 
     def listed() -> str | None:
         with urllib.request.urlopen(models_url, timeout=HTTP_TIMEOUT_SECONDS) as response:
@@ -102,7 +95,7 @@ def ffmpeg_executable(configured: str | None) -> str:
     return found
 
 
-def make_video(ffmpeg: str, args: Sequence[str], out: Path) -> Path:
+def make_video(ffmpeg: str, args: Sequence[str], out: Path) -> None:
     """Run FFmpeg with the stage's arguments (they name `out`); PodFailure with its message."""
     out.parent.mkdir(parents=True, exist_ok=True)
     result = subprocess.run(
@@ -110,7 +103,6 @@ def make_video(ffmpeg: str, args: Sequence[str], out: Path) -> Path:
     )
     if result.returncode != 0 or not out.is_file() or out.stat().st_size == 0:
         raise PodFailure(f"FFmpeg could not write {out}: {result.stderr.strip()[-500:]}")
-    return out
 
 
 # --- serving the videos ------------------------------------------------------------------------
@@ -192,7 +184,11 @@ def run_pod_program(
         return 2
     try:
         with signals_as_keyboard_interrupt():
-            success_line = program(load_config(Path(argv[0])))
+            path = Path(argv[0])
+            raw = path.read_bytes()  # JSON, gzipped as `.gz` (the perf plan is large)
+            success_line = program(
+                json.loads(gzip.decompress(raw) if path.suffix == ".gz" else raw)
+            )
     except KeyboardInterrupt:
         say(f"{failed} interrupted; everything the program started was stopped")
         return EXIT_INTERRUPTED

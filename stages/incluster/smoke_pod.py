@@ -42,11 +42,6 @@ ROUTING_PROBE = "Routing probe:"
 WORKER_ID_FIELDS = {"extra_fields": ["worker_id"]}
 
 
-def ask(chat_url: str, body: dict[str, Any], timeout_seconds: float) -> str:
-    """POST the chat request; the answer as one line, or PodFailure with the server's reason."""
-    return answer_of(post_chat(chat_url, body, timeout_seconds))
-
-
 def post_chat(
     chat_url: str,
     body: dict[str, Any],
@@ -135,9 +130,7 @@ def probe_routing(chat_url: str, probe: dict[str, Any], timeout_seconds: float) 
 
 def run(config: dict[str, Any]) -> str:
     """The smoke test's steps; returns the answer."""
-    pod_common.wait_for_model(
-        config["models_url"], config["served_model"], float(config["model_wait_seconds"])
-    )
+    pod_common.wait_for_model(config)
     ffmpeg = pod_common.ffmpeg_executable(config.get("ffmpeg"))
     video = Path(config["media_dir"]) / config["video_name"]
     pod_common.make_video(ffmpeg, config["ffmpeg_args"], video)
@@ -146,7 +139,7 @@ def run(config: dict[str, Any]) -> str:
         say(f"asking {config['served_model']} about {config['video_url']}")
         chat_url = f"{config['frontend_url']}/v1/chat/completions"
         timeout = float(config["request_timeout_seconds"])
-        answer = ask(chat_url, config["request_body"], timeout)
+        answer = answer_of(post_chat(chat_url, config["request_body"], timeout))
     probe = config.get("routing_probe")
     if probe:
         say(f"routing probe: {probe['videos']} videos x {probe['questions']} questions")
@@ -154,14 +147,12 @@ def run(config: dict[str, Any]) -> str:
     return answer
 
 
-def main(argv: list[str] | None = None) -> int:
-    return pod_common.run_pod_program(
-        sys.argv[1:] if argv is None else argv,
-        usage="python -m stages.incluster.smoke_pod CONFIG_JSON",
-        program=lambda config: f"{PASSED} {run(config)}",
-        failed=FAILED,
-    )
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(
+        pod_common.run_pod_program(
+            sys.argv[1:],
+            usage="python -m stages.incluster.smoke_pod CONFIG_JSON",
+            program=lambda config: f"{PASSED} {run(config)}",
+            failed=FAILED,
+        )
+    )
