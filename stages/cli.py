@@ -198,20 +198,11 @@ def _add_report(stages: Stages) -> None:
         help="read both profiles' perf runs from this S3 archive instead",
     )
     archive = parser.add_argument_group("from the archive (credentials: the AWS environment)")
-    archive.add_argument(
-        "--stacks",
-        nargs=2,
-        metavar="STACK",
-        type=segment,
-        help="the two stacks whose perf runs to compare",
-    )
-    archive.add_argument(
-        "--run-ids",
-        nargs=2,
-        metavar="RUN_ID",
-        type=segment,
-        help="one run id per stack (default: each stack's latest perf run)",
-    )
+    for option, metavar, help in (
+        ("--stacks", "STACK", "the two stacks whose perf runs to compare"),
+        ("--run-ids", "RUN_ID", "one run id per stack (default: each stack's latest perf run)"),
+    ):
+        archive.add_argument(option, nargs=2, metavar=metavar, type=segment, help=help)
     archive.add_argument(
         "--archive-endpoint",
         metavar="URL",

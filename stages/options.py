@@ -97,8 +97,7 @@ def _within(parse: Callable[[str], T], accepted: Callable[[T], bool]) -> Callabl
 
 
 def _integer(minimum: float = -math.inf, maximum: float | None = None) -> Callable[[str], int]:
-    high = math.inf if maximum is None else maximum
-    return _within(int, lambda value: minimum <= value <= high)
+    return _within(int, lambda value: minimum <= value <= (maximum or math.inf))
 
 
 def _levels(text: str) -> tuple[int, ...]:

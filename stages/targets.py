@@ -36,9 +36,6 @@ from stages.local.run import (
     run_local_smoke,
 )
 
-DEFAULT_CLUSTER_OPTIONS = ClusterOptions()
-"""Every option's documented default (frozen, so one instance serves every call)."""
-
 
 class StageTarget(ABC):
     """What a stage asks of the place its program runs, for one graph's outputs."""
@@ -146,12 +143,12 @@ class LocalTarget(StageTarget):
 
 def stage_target(
     outputs: StackOutputs,
-    cluster: ClusterOptions = DEFAULT_CLUSTER_OPTIONS,
+    cluster: ClusterOptions | None = None,
     local: LocalTools | None = None,
 ) -> StageTarget:
     """The target the outputs name, chosen once: a `ClusterTarget` with `cluster` for
     `target: cluster`, a `LocalTarget` with `local` for `target: lab`; a lab graph without the
     lab's tools is a `UsageError` (run it through the lab, which passes them in)."""
     if outputs.target == "cluster":
-        return ClusterTarget(outputs, cluster)
+        return ClusterTarget(outputs, cluster or ClusterOptions())
     return LocalTarget(outputs, require_local_tools(local, outputs))

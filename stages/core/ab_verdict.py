@@ -84,10 +84,6 @@ def measurable_gain(baseline: float, candidate: float) -> float | None:
     return gain if math.isfinite(gain) else None
 
 
-def _profiles(pair: ABPair) -> tuple[ProfileResults, ProfileResults]:
-    return pair.round_robin, pair.affinity
-
-
 def mechanism_failure(pair: ABPair) -> str | None:
     """Why session affinity's run did not test affinity (`routing_probe.affinity_failure`)."""
     return affinity_failure(pair.affinity.routing)
@@ -97,7 +93,7 @@ def inconclusive_reason(pair: ABPair) -> str | None:
     """Why the pair cannot carry a verdict, or None."""
     if pair.round_robin.workload != pair.affinity.workload:
         return "the two profiles ran different workloads"
-    for results in _profiles(pair):
+    for results in (pair.round_robin, pair.affinity):
         name = results.profile.value
         if not results.complete:
             return f"{name}'s sweep stopped part-way ({markdown_text(results.failure)})"
@@ -118,7 +114,9 @@ def inconclusive_reason(pair: ABPair) -> str | None:
 
 
 def _host_note(pair: ABPair) -> str | None:
-    conditions = [r.conditions for r in _profiles(pair) if r.conditions is not None]
+    conditions = [
+        r.conditions for r in (pair.round_robin, pair.affinity) if r.conditions is not None
+    ]
     if not conditions:
         return None
     scale = max(c.time_scale for c in conditions)
@@ -179,7 +177,7 @@ def _load_line(results: ProfileResults, conditions: RunConditions) -> str | None
 def conditions_lines(pair: ABPair) -> list[str]:
     """How each local sweep was timed and what the host did meanwhile (none for a cluster)."""
     lines = []
-    for results in _profiles(pair):
+    for results in (pair.round_robin, pair.affinity):
         conditions = results.conditions
         if conditions is None:
             continue

@@ -14,9 +14,8 @@ it reaches a result.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -179,28 +178,17 @@ class AiperfExport(_Part):
         )
 
 
-def _checked(validate: Callable[[], AiperfExport], source: object) -> LevelResult:
-    try:
-        export = validate()
-        if export.was_cancelled:
-            raise ResultsError(f"{source}: the AIPerf run was cancelled (was_cancelled: true)")
-        return export.level()  # its sums are held to a level's bounds too
-    except ValidationError as error:  # not JSON, not an object, out of range
-        raise ResultsError(f"{source} is not a usable AIPerf export: {refusal(error)}") from None
-
-
-def parse_level(export: Any, source: str = "the export") -> LevelResult:
-    """One level from the parsed content of `profile_export_aiperf.json`."""
-    return _checked(lambda: AiperfExport.model_validate(export), source)
-
-
 def read_level(artifact_dir: Path) -> LevelResult:
     """One level from an AIPerf artifact directory."""
     path = artifact_dir / AIPERF_EXPORT_FILE
     if not path.exists():
         raise ResultsError(f"AIPerf wrote no {path}")
     try:
-        text = read_text(path, "AIPerf export")
+        export = AiperfExport.model_validate_json(read_text(path, "AIPerf export"))
+        if export.was_cancelled:
+            raise ResultsError(f"{path}: the AIPerf run was cancelled (was_cancelled: true)")
+        return export.level()  # its sums are held to a level's bounds too
     except InputFileError as error:  # a directory, too big, not UTF-8
         raise ResultsError(str(error)) from None
-    return _checked(lambda: AiperfExport.model_validate_json(text), path)
+    except ValidationError as error:  # not JSON, not an object, out of range
+        raise ResultsError(f"{path} is not a usable AIPerf export: {refusal(error)}") from None

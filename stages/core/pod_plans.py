@@ -127,17 +127,6 @@ def smoke_pod_config(
     }
 
 
-def tokenizer_check(settings: PlanSettings, place: PodPlace) -> list[str] | None:
-    """A command that loads the builtin tokenizer's encoding before the sweep (None otherwise)."""
-    if not settings.tokenizer_check or settings.tokenizer != "builtin":
-        return None
-    return [
-        f"{place.venv}/bin/python",
-        "-c",
-        "import tiktoken; tiktoken.get_encoding('o200k_base')",
-    ]
-
-
 def perf_pod_plan(
     outputs: StackOutputs,
     workload: PerfWorkload,
@@ -168,7 +157,13 @@ def perf_pod_plan(
         "videos": videos,
         "aiperf_executable": place.aiperf_executable,
         "aiperf_env": aiperf_environment(),
-        "tokenizer_check": tokenizer_check(settings, place),
+        "tokenizer_check": [  # the builtin tokenizer's encoding, loaded before the sweep
+            f"{place.venv}/bin/python",
+            "-c",
+            "import tiktoken; tiktoken.get_encoding('o200k_base')",
+        ]
+        if settings.tokenizer_check and settings.tokenizer == "builtin"
+        else None,
         "heartbeat_seconds": settings.heartbeat_seconds,
         "export_files": [AIPERF_EXPORT_FILE, "profile_export_aiperf.csv", GRAPH_METRICS_FILE],
         "graph_metrics": {

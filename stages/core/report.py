@@ -14,9 +14,6 @@ written, verdict saying so, and `write_report` fails (`ab_verdict.mechanism_fail
 The results are checked when read (`stages.core.results`); every value in them that is text (a
 graph name, a session header, why a sweep stopped) is written through `markdown_text`, so it
 renders as itself and cannot add HTML, a link or a table column to the report.
-
-Over 300 lines: one report page, its tables, cache and routing sections and charts written from
-one pair of results, read top to bottom in the order the page shows them.
 """
 
 from __future__ import annotations
@@ -45,15 +42,11 @@ CHART_FILE = "ab-chart.png"
 ROUTING_CHART_FILE = "routing-chart.png"
 
 
-def format_gain(percent: float) -> str:
-    """'+36%' / '-4%', as in the recipe's table."""
-    return f"{percent:+.0f}%"
-
-
-def format_gain_between(baseline: float, candidate: float) -> str:
-    """The gain, or `n/a` when round robin served too little to compare with (0 req/s)."""
+def format_gain(baseline: float, candidate: float) -> str:
+    """'+36%' / '-4%', as in the recipe's table, or `n/a` when round robin served too little to
+    compare with (0 req/s)."""
     gain = measurable_gain(baseline, candidate)
-    return "n/a" if gain is None else format_gain(gain)
+    return "n/a" if gain is None else f"{gain:+.0f}%"
 
 
 def random_scatter_hit_ratio(workers: int, questions: int) -> float:
@@ -75,7 +68,7 @@ def headline_table(pair: ABPair) -> list[str]:
     for c in pair.concurrencies:
         rr, aff = pair.levels(c)
         rates = [f"{level.requests_per_second:,.2f}" for level in (rr, aff)]
-        gain = format_gain_between(rr.requests_per_second, aff.requests_per_second)
+        gain = format_gain(rr.requests_per_second, aff.requests_per_second)
         rows.append([str(c), *rates, gain, *(f"{lvl.ttft_p50_ms:,.0f} ms" for lvl in (rr, aff))])
     rate, ttft = "req/s", "TTFT p50"
     header = ["Concurrency", f"Round-robin {rate}", f"Affinity {rate}", "Throughput gain"]

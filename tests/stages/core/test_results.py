@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import math
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,8 @@ import pytest
 
 from components.routing import RoutingProfile
 from lab.tools import LAB_WORKLOAD
-from stages.core.aiperf_export import parse_level, read_level
-from stages.core.results import MAX_MEASURE, ProfileResults, ResultsError
+from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
+from stages.core.results import MAX_MEASURE, LevelResult, ProfileResults, ResultsError
 from stages.core.verdicts import check_level
 from tests.stages.support import FIXTURES
 
@@ -26,6 +27,13 @@ FIXTURE_WORKLOAD = LAB_WORKLOAD.model_copy(
         "prefix_tokens": 300,
     }
 )
+
+
+def parse_level(export: Any) -> LevelResult:
+    """One level from an export's content, read as the stages read it: from its file."""
+    with tempfile.TemporaryDirectory() as artifact_dir:
+        (Path(artifact_dir) / AIPERF_EXPORT_FILE).write_text(json.dumps(export))
+        return read_level(Path(artifact_dir))
 
 
 def test_a_real_export_parses_into_the_level(aiperf_export: dict[str, Any]) -> None:
