@@ -89,7 +89,8 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     """Run what the archive does not hold yet for `run.run_id`; never raises a StageError for a
     profile (it becomes that profile's outcome) and returns with every graph it deployed down."""
     result = AbResult(rehearsal=run.rehearse)
-    budget = _budget(target, say)
+    per_graph = {profile: target.graph_gpus(profile, say) for profile in PROFILES}
+    budget = decide_budget(target.available_gpus(say), per_graph)
     say(f"run {run.run_id} on the {target.name}: {budget.reason}")
     pending = []
     for profile in PROFILES:
@@ -116,11 +117,6 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
             result.report_failure = _first_line(error)
             say(f"report FAILED: {error}")
     return result
-
-
-def _budget(target: AbTarget, say: Say) -> Budget:
-    per_graph = {profile: target.graph_gpus(profile, say) for profile in PROFILES}
-    return decide_budget(target.available_gpus(say), per_graph)
 
 
 def _run_pending(
@@ -240,12 +236,11 @@ def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: 
             )
 
 
-def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> bool:
+def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> RunRecord | None:
     try:
-        fetch_record(run.archive, stack, profile, run.run_id, stage)
+        return fetch_record(run.archive, stack, profile, run.run_id, stage)
     except RunNotFoundError:
-        return False
-    return True
+        return None
 
 
 def _push(
@@ -264,11 +259,7 @@ def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     stack = target.stack(candidate)
     report_dir = run.out_dir / run.run_id / "report"
     report = report_dir / REPORT_FILE
-    try:
-        record = fetch_record(run.archive, stack, candidate, run.run_id, Stage.REPORT)
-    except RunNotFoundError:
-        pass
-    else:
+    if record := _archived(run, stack, candidate, Stage.REPORT):
         if not report.is_file():
             download_record(run.archive, record, report_dir)
         say(f"report of run {run.run_id} already archived: {report}")

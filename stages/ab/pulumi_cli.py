@@ -67,7 +67,7 @@ class SessionPulumiCommand(PulumiCommand):
     ) -> CommandResult:
         argv = args if "--non-interactive" in args else ["--non-interactive", *args]
         env = {**os.environ, **additional_env, "PULUMI_AUTOMATION_API": "true"}
-        command = _subcommand(argv)
+        command = next((word for word in argv if not word.startswith("-")), "")
         with tempfile.TemporaryDirectory(prefix="pulumi-output-") as folder:
             out, err = Path(folder) / "stdout", Path(folder) / "stderr"
             with out.open("w") as out_sink, err.open("w") as err_sink:
@@ -84,7 +84,10 @@ class SessionPulumiCommand(PulumiCommand):
             try:
                 code = self._wait(process, command)
             finally:  # also before an interrupt goes on: what the CLI printed comes first
-                stdout, stderr = _finish(followers, self.recovery)
+                try:
+                    stdout, stderr = (follower.finish() for follower in followers)
+                except KeyboardInterrupt:  # only ever after the command ended: a second one
+                    raise AbandonRun(self.recovery()) from None
         result = CommandResult(stdout=stdout, stderr=stderr, code=code)
         if code != 0:
             raise create_command_error(result)
@@ -115,19 +118,6 @@ class SessionPulumiCommand(PulumiCommand):
                 f"interrupt (it still runs, pid {process.pid}); {self.recovery()}"
             ) from None
         raise KeyboardInterrupt
-
-
-def _finish(followers: list[_Follower], recovery: Callable[[], str]) -> tuple[str, str]:
-    try:
-        stdout, stderr = (follower.finish() for follower in followers)
-    except KeyboardInterrupt:  # only ever after the command ended: a second interrupt
-        raise AbandonRun(recovery()) from None
-    return stdout, stderr
-
-
-def _subcommand(argv: list[str]) -> str:
-    words = [word for word in argv if not word.startswith("-")]
-    return words[0] if words else ""
 
 
 class _Follower:
