@@ -49,8 +49,9 @@ def local_project(
     home = workdir / "home"
     backend.mkdir()
     home.mkdir()
-    env = cluster.process_environment({"PATH": os.environ.get("PATH", os.defpath)})
+    env = cluster.environment()
     env.update(
+        PATH=f"{cluster.engine.bin}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
         HOME=str(home),
         PULUMI_BACKEND_URL=f"file://{backend}",
         PULUMI_CONFIG_PASSPHRASE=PASSPHRASE,

@@ -20,7 +20,8 @@ from common.input_files import read_tail
 from common.ports import LOOPBACK, free_port
 from testenv.cluster import processes
 from testenv.engine import cache_home
-from testenv.engine.build import s3_server
+from testenv.engine.build import build_tools
+from testenv.engine.pins import S3_SERVER
 
 READY_SECONDS = 120.0
 # `weed server` takes about 15 s to stop on SIGTERM (its filer, then its master, wind down); a
@@ -82,7 +83,8 @@ def start(folder: Path, identity: Identity) -> S3Server:
     s3_config = folder / "s3.json"
     s3_config.write_text(json.dumps(s3_identities(identity)))
     ports = {f"{name}.port{grpc}": free_port() for name in SERVERS for grpc in ("", ".grpc")}
-    argv = weed_argv(s3_server(cache_home()), folder, s3_config, ports)
+    weed = build_tools(cache_home(), [S3_SERVER.name])[S3_SERVER.name]  # built once, if missing
+    argv = weed_argv(weed, folder, s3_config, ports)
     started, popen = processes.start(
         "weed", argv, folder / "weed.log", {"PATH": "/usr/bin:/bin"}, die_with_parent=True
     )
@@ -129,13 +131,11 @@ def _wait_until_it_stores(server: S3Server, log: Path) -> None:
         if server.popen.poll() is not None:
             raise S3ServerError(f"weed server exited ({server.popen.returncode}): {_tail(log)}")
         try:
-            client.create_bucket(Bucket="ready")
-        except (ClientError, BotoCoreError) as error:
-            last = str(error)
-            if "BucketAlready" not in last:
-                time.sleep(0.5)
-                continue
-        try:
+            try:
+                client.create_bucket(Bucket="ready")
+            except ClientError as error:
+                if "BucketAlready" not in str(error):
+                    raise
             client.put_object(Bucket="ready", Key="probe", Body=b"ok")
             return
         except (ClientError, BotoCoreError) as error:

@@ -29,11 +29,7 @@ def _default(declaration: dict[str, Any]) -> str:
     if "default" not in declaration:
         return "required"
     value = declaration["default"]
-    return (
-        f"`{json.dumps(value)}`"
-        if not isinstance(value, str)
-        else (f"`{value}`" if value else '`""`')
-    )
+    return f"`{value}`" if isinstance(value, str) and value else f"`{json.dumps(value)}`"
 
 
 def reference_table() -> str:

@@ -23,11 +23,10 @@ from common import REPO_ROOT
 from common.confined_paths import inside
 from common.input_files import MAX_RECORD_BYTES, read_text
 from common.parsers import CommandParser
-from tools.render import render_files, render_stack, write_render
+from tools.render import OUTPUTS_FILE, render_files, render_stack, write_render
 from tools.stack_files import SHIPPED_STACKS, example_site_for
 
 MANIFESTS = REPO_ROOT / "manifests"
-OUTPUTS_FILE = "outputs.json"
 WRITER = "python -m tools.golden"
 
 
@@ -39,13 +38,6 @@ def example_render(stack: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
         pulumi.runtime.reset_options()  # the next stack starts from a clean Pulumi runtime
 
 
-def rendered_files(stack: str) -> dict[str, str]:
-    """The files `--update` would write for `stack`, by name."""
-    return {
-        name: content.decode() for name, content in render_files(*example_render(stack)).items()
-    }
-
-
 def drift(stack: str) -> str:
     """A unified diff from the committed files to a fresh render; empty when they match."""
     directory = MANIFESTS / stack
@@ -53,7 +45,8 @@ def drift(stack: str) -> str:
         path for path in [*directory.glob("*.yaml"), directory / OUTPUTS_FILE] if path.is_file()
     ]
     committed = {f"manifests/{stack}/{path.name}": read_golden(path) for path in paths}
-    rendered = {f"manifests/{stack}/{name}": text for name, text in rendered_files(stack).items()}
+    fresh = render_files(*example_render(stack))  # what `--update` would write
+    rendered = {f"manifests/{stack}/{name}": text.decode() for name, text in fresh.items()}
     return file_drift(committed, rendered, "rendered now")
 
 

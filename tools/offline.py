@@ -313,7 +313,6 @@ class CapturingMonitor(MockMonitor):
         response = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             raw = rpc.deserialize_properties(request.object, keep_unknowns=True)
-            timeouts = request.customTimeouts
             self._record(
                 request,
                 response,
@@ -322,9 +321,8 @@ class CapturingMonitor(MockMonitor):
                 raw_inputs=raw,
                 protect=request.protect,
                 custom_timeouts={
-                    "create": timeouts.create,
-                    "update": timeouts.update,
-                    "delete": timeouts.delete,
+                    step: getattr(request.customTimeouts, step)
+                    for step in ("create", "update", "delete")
                 },
                 resource_id=request.importId,
                 retain_on_delete=request.retainOnDelete,

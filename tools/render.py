@@ -65,11 +65,8 @@ def rendered_objects(run: ProgramRun) -> list[dict[str, Any]]:
         canonical(mask_values(unwrap_secrets(r.raw_inputs, mask=True)), top_level=True)
         for r in run.kubernetes_objects()
     ]
-    return sorted(objects, key=lambda o: (kind_rank(o["kind"]), o["metadata"]["name"]))
-
-
-def kind_rank(kind: str) -> int:
-    return KIND_ORDER.index(kind) if kind in KIND_ORDER else len(KIND_ORDER)
+    rank = {kind: index for index, kind in enumerate(KIND_ORDER)}  # other kinds come last
+    return sorted(objects, key=lambda o: (rank.get(o["kind"], len(rank)), o["metadata"]["name"]))
 
 
 TOP_LEVEL_ORDER = ("apiVersion", "kind", "metadata", "type", "stringData", "spec")

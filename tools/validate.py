@@ -124,6 +124,7 @@ def _report(stack: str, objects: Sequence[Manifest], violations: Sequence[Violat
 
 
 DRY_RUN_QUERY = [("dryRun", "All"), ("fieldValidation", "Strict")]
+APPLY_QUERY = [*DRY_RUN_QUERY, ("fieldManager", "cosmos3-validate"), ("force", "true")]
 NAMESPACE_GONE_SECONDS = 60.0
 
 
@@ -159,34 +160,26 @@ def _dry_run(client: DynamicClient, manifest: Manifest) -> list[Violation]:
         return [Violation(name, "", message, API_SERVER)]
     namespace = _namespace(manifest) if resource.namespaced else None
     try:
-        client.request(
-            "post",
-            resource.path(namespace=namespace),
-            body=dict(manifest),
-            query_params=DRY_RUN_QUERY,
-        )
-    except ConflictError as error:
-        if manifest.get("kind") != "Namespace":
-            return refusal_violations(name, error.body)
-        return _applied(client, resource, manifest)  # it exists: judged as an update instead
+        try:
+            client.request(
+                "post",
+                resource.path(namespace=namespace),
+                body=dict(manifest),
+                query_params=DRY_RUN_QUERY,
+            )
+        except ConflictError:
+            if manifest.get("kind") != "Namespace":
+                raise
+            # It exists: judged as an update instead, a server-side apply as a dry run.
+            client.request(
+                "patch",
+                resource.path(name=_name(manifest)),
+                body=json.dumps(dict(manifest)),
+                query_params=APPLY_QUERY,
+                content_type="application/apply-patch+yaml",
+            )
     except DynamicApiError as error:
         return refusal_violations(name, error.body)
-    return []
-
-
-def _applied(client: DynamicClient, resource: Any, manifest: Manifest) -> list[Violation]:
-    """A server-side apply of `manifest` as a dry run, for an object that exists already."""
-    query = [*DRY_RUN_QUERY, ("fieldManager", "cosmos3-validate"), ("force", "true")]
-    try:
-        client.request(
-            "patch",
-            resource.path(name=_name(manifest)),
-            body=json.dumps(dict(manifest)),
-            query_params=query,
-            content_type="application/apply-patch+yaml",
-        )
-    except DynamicApiError as error:
-        return refusal_violations(object_name(manifest), error.body)
     return []
 
 

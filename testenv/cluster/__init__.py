@@ -27,7 +27,7 @@ import json
 import os
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
@@ -84,10 +84,6 @@ class LocalCluster:
             CLUSTER_RWX_CLASS=objects.RWX_CLASS,
         )
         return env
-
-    def process_environment(self, base: Mapping[str, str] = os.environ) -> dict[str, str]:
-        path = f"{self.engine.bin}{os.pathsep}{base.get('PATH', os.defpath)}"
-        return {**base, **self.environment(), "PATH": path}
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> str:
         command = [
@@ -170,7 +166,8 @@ def up(
     except BaseException:
         cluster.down()
         raise
-    _write_env(cluster)
+    header = "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
+    write_inside(folder, "env.sh", header + engine.exports(cluster.environment()))
     say(
         f"cluster: ready in {time.monotonic() - began:.1f} s at {cluster.server}; "
         f"source {folder / 'env.sh'}"
@@ -207,7 +204,10 @@ def _start(
     pki = make_pki(folder / "pki")
     ports = components.Ports.pick()
     cluster.server = ports.server
-    config = objects.kubeconfig(ports.server, pki.ca_cert, pki.admin_cert, pki.admin_key)
+    config = objects.kubeconfig(
+        {"server": ports.server, "certificate-authority": str(pki.ca_cert)},
+        {"client-certificate": str(pki.admin_cert), "client-key": str(pki.admin_key)},
+    )
     write_inside(folder, "kubeconfig", yaml.safe_dump(config), mode=0o600)
     kubeconfig = cluster.kubeconfig
     launch(cluster, "etcd", components.etcd(engine, folder / "etcd", ports), die_with_parent)
@@ -248,7 +248,8 @@ def launch(cluster: LocalCluster, name: str, argv: list[str], die_with_parent: b
     started, popen = processes.start(name, argv, log, env, die_with_parent)
     cluster.started.append(started)
     cluster.children[started.pid] = popen
-    _save(cluster)
+    state = {"server": cluster.server, "components": [asdict(item) for item in cluster.started]}
+    write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
 
 
 def established(cluster: LocalCluster) -> bool:
@@ -288,13 +289,3 @@ def _wait_for(
     raise ClusterError(
         f"{what} not reached within {seconds:.0f} s; logs in {cluster.folder / 'logs'}"
     )
-
-
-def _save(cluster: LocalCluster) -> None:
-    state = {"server": cluster.server, "components": [asdict(item) for item in cluster.started]}
-    write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
-
-
-def _write_env(cluster: LocalCluster) -> None:
-    header = "# The local cluster and the engine's tools; made by `python -m testenv.cluster up`.\n"
-    write_inside(cluster.folder, "env.sh", header + cluster.engine.exports(cluster.environment()))

@@ -125,16 +125,7 @@ def own_kubeconfig(kubeconfig: Path, context: str | None) -> tuple[str, str, dic
     server = str(parts["cluster"].get("server") or "")
     if not server:
         raise ClusterError(f"context {name!r} of {kubeconfig} names no cluster with a server")
-    own = objects.CONTEXT
-    copy = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [{"name": own, "cluster": parts["cluster"]}],
-        "users": [{"name": own, "user": parts["user"]}],
-        "contexts": [{"name": own, "context": {"cluster": own, "user": own}}],
-        "current-context": own,
-    }
-    return name, server, copy
+    return name, server, objects.kubeconfig(parts["cluster"], parts["user"])
 
 
 def _by_name(config: Mapping[str, Any], key: str) -> dict[str, dict[str, Any]]:

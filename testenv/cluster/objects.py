@@ -37,17 +37,13 @@ VOLUME_SIZE = "1Ti"
 GRAPH_READY_MESSAGE = "set by the local cluster's kwok Stage: no Dynamo operator runs here, so no pod serves this graph"
 
 
-def kubeconfig(server: str, ca: Path, cert: Path, key: Path) -> dict[str, Any]:
-    """A kubeconfig with one context, `cosmos3-local`, the admin client certificate embedded by path."""
+def kubeconfig(cluster: dict[str, Any], user: dict[str, Any]) -> dict[str, Any]:
+    """A kubeconfig with one context, `cosmos3-local`, of `cluster` and `user` (their bodies)."""
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [
-            {"name": CONTEXT, "cluster": {"server": server, "certificate-authority": str(ca)}}
-        ],
-        "users": [
-            {"name": CONTEXT, "user": {"client-certificate": str(cert), "client-key": str(key)}}
-        ],
+        "clusters": [{"name": CONTEXT, "cluster": cluster}],
+        "users": [{"name": CONTEXT, "user": user}],
         "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT}}],
         "current-context": CONTEXT,
     }

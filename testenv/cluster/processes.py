@@ -10,6 +10,7 @@ components also die with the test process, however it dies: they are started und
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -87,11 +88,7 @@ def stop_all(
     """SIGTERM every component still running (last started first; `KILLED_AT_ONCE` SIGKILL),
     wait, SIGKILL what is left. `children` are the ones this process started itself, reaped here
     so none lingers as a zombie. Returns the names that needed SIGKILL after SIGTERM."""
-    children = children or {}
-
-    def alive(item: Started) -> bool:
-        return running(item, children)
-
+    alive = functools.partial(running, children=children or {})
     live = [item for item in reversed(components) if alive(item)]
     for item in live:
         _signal(item.pid, signal.SIGKILL if item.name in KILLED_AT_ONCE else signal.SIGTERM)

@@ -57,17 +57,13 @@ class Engine:
     def kwok_stages(self) -> list[Path]:
         return [self.root / "kwok-stages" / Path(stage).name for stage in KWOK_STAGES]
 
-    @property
-    def pulumi_home(self) -> Path:
-        return self.root / "pulumi-home"
-
     def tool(self, name: str) -> Path:
         return self.bin / name
 
     def environment(self) -> dict[str, str]:
         """What a shell or a subprocess needs to use these tools and nothing else."""
         return {
-            "PULUMI_HOME": str(self.pulumi_home),
+            "PULUMI_HOME": str(self.root / "pulumi-home"),
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
         }

@@ -31,10 +31,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             for name, binary in build_tools(home, args.tools).items():
                 print(f"{name}: {binary}")
             return 0
-        if args.command == "build":
-            engine = build(home)
-        else:
-            engine = located(home)
+        engine = build(home) if args.command == "build" else located(home)
     except EngineError as error:
         print(error, file=sys.stderr)
         return 1

@@ -24,7 +24,6 @@ from testenv.engine.pins import (
     PROVIDER_SDK_VERSION,
     PROVIDER_VERSION,
     PULUMI_VERSION,
-    S3_SERVER,
     TOOLS,
     WRAPPERS,
     CrdSource,
@@ -62,14 +61,11 @@ def build_provider(builder: Builder, dest: Path, key: str) -> None:
         shutil.rmtree(work)
     shutil.copytree(source, work)
     _make_writable(work)
-    builder.run(
-        "provider prepare",
+    for prepare in (
         ["go", "mod", "edit", f"-dropreplace={PROVIDER_SDK_MODULE}"],
-        work,
-    )
-    builder.run(
-        "provider prepare", ["go", "get", f"{PROVIDER_SDK_MODULE}@{PROVIDER_SDK_VERSION}"], work
-    )
+        ["go", "get", f"{PROVIDER_SDK_MODULE}@{PROVIDER_SDK_VERSION}"],
+    ):
+        builder.run("provider prepare", prepare, work)
     command = work / "cmd" / PROVIDER_BINARY
     builder.run(
         "provider generate", ["go", "generate", "."], command, {"VERSION": f"v{PROVIDER_VERSION}"}
@@ -110,9 +106,7 @@ def build(
             "25 min the first time on 2 cores (40-50 beside other work), seconds afterwards"
         )
     builder = Builder(home, go_environment(home, environ), out)
-    built: dict[str, Path] = {}
-    for tool in TOOLS:
-        built[tool.name] = _cached_tool(home, tool, version, builder)
+    built = {tool.name: _cached_tool(home, tool, version, builder) for tool in TOOLS}
     pkey = provider_key(version)
     built[PROVIDER_BINARY] = _cached_build(
         home,
@@ -140,13 +134,6 @@ def build_tools(
     version = go_version(environ)
     builder = Builder(home, go_environment(home, environ), out)
     return {tool.name: _cached_tool(home, tool, version, builder) for tool in chosen}
-
-
-def s3_server(
-    home: Path, out: Callable[[str], None] = say, environ: Mapping[str, str] = os.environ
-) -> Path:
-    """SeaweedFS's `weed`, built into its slot if it is not there yet (`pins.S3_SERVER`)."""
-    return build_tools(home, [S3_SERVER.name], out, environ)[S3_SERVER.name]
 
 
 def pinned_crds(

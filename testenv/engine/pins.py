@@ -111,9 +111,11 @@ class GoTool:
     version_vars: tuple[str, ...] = ()
 
     def key(self, go_version: str) -> str:
+        files = (WRAPPERS / self.wrapper).iterdir()
+        module = sorted(p for p in files if p.is_file() and p.suffix in {".mod", ".sum", ".go"})
         return _digest(
             [BUILD_REVISION, go_version, self.name, self.version, self.package, *self.version_vars],
-            _module_files(WRAPPERS / self.wrapper),
+            module,
         )
 
 
@@ -171,12 +173,6 @@ KWOK_STAGES = (
     "pod/fast/pod-complete.yaml",
     "pod/fast/pod-delete.yaml",
 )
-
-
-def _module_files(folder: Path) -> list[Path]:
-    return sorted(
-        p for p in folder.iterdir() if p.is_file() and p.suffix in {".mod", ".sum", ".go"}
-    )
 
 
 def _digest(words: Sequence[str], files: Sequence[Path]) -> str:
