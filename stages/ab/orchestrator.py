@@ -128,10 +128,11 @@ def _run_pending(
     result: AbResult,
     say: Say,
 ) -> None:
-    current: RoutingProfile | None = None
+    if not pending:
+        return
+    current: RoutingProfile | None = None  # None while the layer is prepared: it fails pending[0]
     try:
-        if pending:
-            target.prepare(say)
+        target.prepare(say)
         for current in pending:
             _run_profile(target, run, current, deployed, say)
             result.outcomes[current] = ProfileOutcome(current, Outcome.PASSED)
@@ -141,12 +142,12 @@ def _run_pending(
                 if result.interrupted:  # during the take-down: stop after it, as asked
                     return
     except StageError as error:
-        failed = current or PROFILES[0]
+        failed = current or pending[0]
         result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, _first_line(error))
         say(f"{failed.value} FAILED: {error}")
     except KeyboardInterrupt:
         result.interrupted = True
-        failed = current or PROFILES[0]
+        failed = current or pending[0]
         if failed not in result.outcomes:  # a profile that passed keeps its outcome
             result.outcomes[failed] = ProfileOutcome(failed, Outcome.FAILED, "interrupted")
         say("interrupted: taking down what this run deployed")

@@ -38,6 +38,7 @@ class ScriptedTarget:
     gpus: int | None = None
     graph: int = 8
     fail_deploy: RoutingProfile | None = None
+    fail_prepare: bool = False
     calls: list[str] = field(default_factory=list)
     name: str = "scripted"
     stages: Stages | None = None
@@ -61,6 +62,8 @@ class ScriptedTarget:
 
     def prepare(self, say: Say) -> None:
         self.calls.append("prepare")
+        if self.fail_prepare:
+            raise StageFailed("the shared layer did not come up")
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         self.calls.append(f"deploy {profile.value}")
@@ -259,6 +262,20 @@ def test_a_failure_in_the_second_profile_and_a_resume(tmp_path: Path) -> None:
         "session-affinity: passed",
     ]
     assert second.passed and second.report is not None
+
+
+def test_a_resume_whose_shared_layer_fails_blames_the_profile_it_was_for(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=8)
+    run(tmp_path, target, Stages(target.calls, fail_perf=SA))
+    target.fail_prepare = True
+
+    again, _ = run(tmp_path, target, Stages(target.calls))
+
+    assert again.lines() == [
+        "round-robin: skipped (perf results of run run-1 already archived)",
+        "session-affinity: failed (the shared layer did not come up)",
+    ]
+    assert not again.passed
 
 
 def test_after_a_failure_the_later_profiles_are_not_run(tmp_path: Path) -> None:
