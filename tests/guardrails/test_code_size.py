@@ -1,0 +1,75 @@
+"""The size of the house: each room of Python outside tests/ holds a budget of lines.
+
+A change that grows a room past its budget fails here until the same change raises the budget:
+growth is then a line of the pull request's diff, where a reviewer weighs what the new lines buy
+(docs/contributing.md, "The size of the house"). A budget is lowered whenever a room shrinks, so
+the next growth is seen from there. Formatted lines, as `wc -l` counts them: `ruff format --check`
+holds every module to the formatter's layout, so a budget cannot be met by packing lines.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from common import REPO_ROOT
+
+ROOM_BUDGETS = {
+    "__main__.py": 50,
+    "components": 5_690,
+    "stages": 8_810,
+    "policy": 510,
+    "common": 1_760,
+    "lab": 4_360,
+    "tools": 1_600,
+    "testenv": 2_510,
+}
+"""Lines of Python per room (a package, or a module at the root), measured 2026-12-05. The issue
+that set the house's size asked for 17k lines outside tests/; docs/contributing.md says why the
+rooms hold more and where they went."""
+
+
+def room_lines(root: Path, room: str) -> int:
+    """The lines of the Python modules of a room (a package below `root`, or one module)."""
+    place = root / room
+    modules = [place] if place.suffix == ".py" else place.rglob("*.py")
+    return sum(len(path.read_text().splitlines()) for path in modules if "venv" not in path.parts)
+
+
+def over_budget(root: Path, budgets: dict[str, int]) -> dict[str, str]:
+    """Each room past its budget, with what to do."""
+    return {
+        room: (
+            f"{lines:,} lines, over its budget of {budget:,}: simplify, or raise "
+            f"ROOM_BUDGETS[{room!r}] in tests/guardrails/test_code_size.py in the same change "
+            "and say in the pull request what the lines buy"
+        )
+        for room, budget in budgets.items()
+        if (lines := room_lines(root, room)) > budget
+    }
+
+
+def test_every_room_holds_its_budget() -> None:
+    assert over_budget(REPO_ROOT, ROOM_BUDGETS) == {}
+
+
+def test_every_room_of_python_has_a_budget() -> None:
+    rooms = {
+        path.name
+        for path in REPO_ROOT.iterdir()
+        if (path.suffix == ".py" or (path / "__init__.py").is_file()) and path.name != "tests"
+    }
+    assert rooms == set(ROOM_BUDGETS)
+
+
+def test_a_room_past_its_budget_fails(tmp_path: Path) -> None:
+    (tmp_path / "room" / "inner").mkdir(parents=True)
+    (tmp_path / "room" / "a.py").write_text("x = 1\ny = 2\n")
+    (tmp_path / "room" / "inner" / "b.py").write_text("z = 3\n")
+    (tmp_path / "main.py").write_text("print()\n")
+
+    assert room_lines(tmp_path, "room") == 3
+    assert over_budget(tmp_path, {"room": 3, "main.py": 1}) == {}
+    problems = over_budget(tmp_path, {"room": 2, "main.py": 1})
+    assert list(problems) == ["room"]
+    assert "3 lines, over its budget of 2" in problems["room"]
+    assert "ROOM_BUDGETS['room']" in problems["room"]
