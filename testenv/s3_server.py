@@ -24,9 +24,6 @@ from testenv.engine.build import build_tools
 from testenv.engine.pins import S3_SERVER
 
 READY_SECONDS = 120.0
-# `weed server` takes about 15 s to stop on SIGTERM (its filer, then its master, wind down); a
-# SIGKILL instead leaves its master's gRPC socket in /tmp.
-STOP_GRACE_SECONDS = 40.0
 # Each SeaweedFS server listens on an HTTP port and a gRPC port; all are chosen here.
 SERVERS = ("master", "volume", "filer", "s3")
 REGION = "us-east-1"
@@ -69,12 +66,12 @@ class S3Server:
         )
 
     def stop(self) -> None:
-        """SIGTERM, then SIGKILL after the grace; a killed server's gRPC sockets are removed."""
-        if processes.stop_all([self.started], {self.started.pid: self.popen}, STOP_GRACE_SECONDS):
-            for name in SERVERS:  # killed: what its SIGTERM would have removed
-                Path(f"/tmp/seaweedfs-{name}-grpc-{self.ports[f'{name}.port.grpc']}.sock").unlink(
-                    missing_ok=True
-                )
+        """SIGKILL (`processes.KILLED_AT_ONCE`: SIGTERM's wind-down took about 15 s, at the end of
+        every test session), then the gRPC sockets in /tmp that its SIGTERM would have removed."""
+        processes.stop_all([self.started], {self.started.pid: self.popen})
+        for name in SERVERS:
+            grpc_port = self.ports[f"{name}.port.grpc"]
+            Path(f"/tmp/seaweedfs-{name}-grpc-{grpc_port}.sock").unlink(missing_ok=True)
 
 
 def start(folder: Path, identity: Identity) -> S3Server:

@@ -20,9 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STOP_GRACE_SECONDS = 10.0
-KILLED_AT_ONCE = frozenset({"kube-apiserver"})
-"""Stopped with SIGKILL, not SIGTERM: its graceful shutdown waits for its clients' watches to end
-(still running 30 s after SIGTERM, measured 2026-12-05), and it keeps nothing etcd does not."""
+KILLED_AT_ONCE = frozenset({"kube-apiserver", "weed"})
+"""Stopped with SIGKILL, not SIGTERM. The API server's graceful shutdown waits for its clients'
+watches to end (still running 30 s after SIGTERM, measured 2026-12-05), and it keeps nothing etcd
+does not. The tests' S3 server (testenv/s3_server.py) winds its filer and master down for about
+15 s, for data in a test's temporary folder that nothing reads again."""
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL", "--")
 
 

@@ -1,6 +1,7 @@
 """What only a real S3 server shows: the archive's store on SeaweedFS (tests/s3.py) listens on
 loopback only, keeps the sha256 it verified, lets exactly one of racing writers of a key win, and
-a real `python -m stages archive` process with a wrong key is refused without showing it."""
+a real `python -m stages archive` process with a wrong key is refused without showing it, and a
+stopped server leaves nothing behind."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from common import REPO_ROOT
 from common.ports import LOOPBACK
 from stages.archive import ArchiveConflictError, ArchiveLocation
 from stages.archive.stores import Bucket
+from testenv import s3_server
 from testenv.s3_server import SERVERS, S3Server
 from tests.real.listening import listening
 from tests.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY
@@ -31,6 +33,23 @@ def test_the_server_listens_on_loopback_only(seaweed: S3Server) -> None:
 
     assert len(addresses) == 2 * len(SERVERS), addresses
     assert {address.rsplit(":", 1)[0] for address in addresses} == {LOOPBACK}, addresses
+
+
+@pytest.mark.real  # a server of its own, not the session's `seaweed`
+def test_a_stopped_server_leaves_no_process_and_no_socket(tmp_path: Path) -> None:
+    """`stop` kills it at once (its SIGTERM took 15 s) and removes the gRPC sockets it hard-codes
+    in /tmp, which its SIGTERM would have removed."""
+    server = s3_server.start(tmp_path, s3_server.Identity(ACCESS_KEY_ID, SECRET_ACCESS_KEY))
+    sockets = [
+        Path(f"/tmp/seaweedfs-{name}-grpc-{server.ports[f'{name}.port.grpc']}.sock")
+        for name in SERVERS
+    ]
+    assert all(socket.exists() for socket in sockets), sockets
+
+    server.stop()
+
+    assert server.popen.poll() is not None
+    assert not [socket for socket in sockets if socket.exists()]
 
 
 def test_the_store_keeps_the_sha256_it_verified(location: ArchiveLocation) -> None:
