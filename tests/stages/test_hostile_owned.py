@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -55,17 +56,25 @@ def report(out: Path) -> tuple[int, str]:
 REPORT_NAMES = ("report.md", "ab-chart.png", ".run.lock")
 
 
+@pytest.fixture(scope="module")
+def earlier_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The stage's own folder from an earlier run, written once and copied by each example."""
+    out = tmp_path_factory.mktemp("earlier") / "report"
+    assert report(out)[0] == 0
+    return out
+
+
 @settings(PROPERTIES, max_examples=20)
 @given(
     linked=st.lists(st.sampled_from(REPORT_NAMES), min_size=1, max_size=3, unique=True),
     to=st.sampled_from(["key", "rc", "notes", "nowhere"]),
 )
 def test_report_never_writes_through_a_link_in_its_own_folder(
-    tmp_path_factory: pytest.TempPathFactory, linked: list[str], to: str
+    tmp_path_factory: pytest.TempPathFactory, earlier_report: Path, linked: list[str], to: str
 ) -> None:
     root = tmp_path_factory.mktemp("report")
     home, out = UserHome(root), root / "report"
-    assert report(out)[0] == 0  # the stage's own folder, from an earlier run
+    shutil.copytree(earlier_report, out, symlinks=True)
     target = {"key": home.key, "rc": home.rc, "notes": home.notes}.get(to, root / "home" / "new")
     for name in linked:
         (out / name).unlink(missing_ok=True)
