@@ -100,25 +100,27 @@ check: $(DEV_VENV)/.installed
 		--timeout=$(CHECK_TEST_SECONDS)
 
 # Everything, each test once: `make check` first (a minute, and the quickest to fail), then three
-# tiers at once: the real tier (the engine's tools, one local cluster per worker) in front, and
-# beside it, niced, the tests that run the lab graph (one at a time: each starts a graph of
-# processes) and the `slow` tests. Measured on 2 cores (2026-12-05): the real tier alone took
-# 17 min 29 s and kept the cores three quarters busy (most of a real test waits on `pulumi` and
-# the API server); the other two need about 3.3 and 3.7 core-minutes. One after the other the
-# whole took 25 min 35 s, beside each other 21 min 31 s; on another 2-core machine, 18 min 56 s,
-# and 16 min 42 s to 17 min 42 s once the real tests' starting points skipped the preview (real
-# tier 18 min 1 s -> 15 min 47 s to 16 min 44 s; alone, 13 min 26 s: docs/engine.md, "Where the
-# real tier's CPU goes"). `nice` lets the real tier's `pulumi` commands go first; the processes
-# of a lab graph and of a cluster run in sessions of their own, which the kernel schedules as
-# groups of their own (autogroup), so it cannot order those. Their output, with their ten slowest tests, goes to build/lab-tests.log
-# and build/slow-tests.log and is printed once all are done; any tier failing fails the run.
+# tiers at once: the real tier (the engine's tools, one local cluster per worker) and beside it
+# the tests that run the lab graph (one at a time: each starts a graph of processes) and the
+# `slow` tests. Measured on 2 cores (2026-12-05): the real tier alone took 17 min 29 s and kept
+# the cores three quarters busy (most of a real test waits on `pulumi` and the API server); the
+# other two need about 3.3 and 3.7 core-minutes. One after the other the whole took 25 min 35 s,
+# beside each other 21 min 31 s (docs/engine.md, "Where the real tier's CPU goes"). Every process
+# the tiers start stays in make's session (each child leads a process group, never a session:
+# stages/incluster/processes.py), so the kernel shares the cores among them process by process.
+# With a session each (until 2026-12-06), each cluster component, `pulumi` command and graph
+# process weighed as much as all the tests' own processes together (autogroup): a slow test
+# took 7 to 14 times as long as alone, and a one-second subprocess missed its 60 s limit in CI.
+# No `nice` either: in one session it would starve the lab's graphs and the slow tests' limits
+# the same way. Their output, with their ten slowest tests, goes to build/lab-tests.log and
+# build/slow-tests.log and is printed once all are done; any tier failing fails the run.
 # pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is a test past
 # its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and real
 # tiers).
 test: check lab-setup
 	@mkdir -p build
-	nice -n 10 $(DEV_PY) -m pytest -m lab --durations=10 >build/lab-tests.log 2>&1 & lab=$$!; \
-	nice -n 10 $(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
+	$(DEV_PY) -m pytest -m lab --durations=10 >build/lab-tests.log 2>&1 & lab=$$!; \
+	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
 		--durations=10 >build/slow-tests.log 2>&1 & slow=$$!; \
 	$(MAKE) real; real=$$?; \
 	wait $$lab; lab=$$?; wait $$slow; slow=$$?; \

@@ -5,8 +5,10 @@ Ctrl-C then reaches both at once: the CLI starts cancelling while the SDK's outp
 its closed pipe, the CLI dies on its closed stdout mid-cancel, and the stack is left locked, the
 graph deployed (seen on the real tier, ../shared/reference/real-engine.md section 6). Here:
 
-- the CLI runs in a session of its own, so a Ctrl-C (or SIGTERM, which the stage commands turn
-  into one) reaches this process only;
+- the CLI leads a process group of its own, so a Ctrl-C at the terminal (sent to the foreground
+  group), or a SIGTERM to ours (the stage commands turn it into an interrupt), reaches this
+  process only. A group, not a session: the kernel schedules each session as a unit of its own
+  (autogroup; `stages.incluster.processes`);
 - its output goes to files that a thread follows, so the CLI never writes to a closed pipe, even
   after this process has gone;
 - on the first interrupt, an `up` or `preview` gets exactly one SIGINT of its own (the CLI
@@ -45,8 +47,9 @@ _INTERRUPTIBLE = frozenset({"up", "preview", "refresh"})
 OnOutput = Callable[[str], None]
 
 
-class SessionPulumiCommand(PulumiCommand):
-    """`PulumiCommand` whose commands run in their own session (see the module docstring)."""
+class DetachedPulumiCommand(PulumiCommand):
+    """`PulumiCommand` whose commands run in a process group of their own (see the module
+    docstring)."""
 
     def __init__(
         self, root: str | None, on_interrupt: Callable[[str], None], recovery: Callable[[], str]
@@ -78,7 +81,7 @@ class SessionPulumiCommand(PulumiCommand):
                     stderr=err_sink,
                     cwd=cwd,
                     env=env,
-                    start_new_session=True,
+                    process_group=0,
                 )
             followers = [_Follower(out, on_output), _Follower(err, on_error)]
             try:

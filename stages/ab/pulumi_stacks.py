@@ -7,7 +7,7 @@ directory, the way a person would: the program, its config and the backend login
 project's own, nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
 deleted out of band is created again, and the layer is always updated, never skipped on an
 empty preview: a preview counts resource steps only, so a new layer output would never reach the
-profile stacks. The CLI runs in a session of its own (`stages.ab.pulumi_cli`): a Ctrl-C is
+profile stacks. The CLI runs in a process group of its own (`stages.ab.pulumi_cli`): a Ctrl-C is
 forwarded to it once and waited for, never left to kill it mid-update.
 
 - Output: every line `pulumi` prints on stdout reaches `say` as it comes, prefixed with the
@@ -49,7 +49,7 @@ from pulumi.automation import (
     select_stack,
 )
 
-from stages.ab.pulumi_cli import SessionPulumiCommand
+from stages.ab.pulumi_cli import DetachedPulumiCommand
 from stages.errors import StageFailed
 
 TAIL_LINES = 15
@@ -188,7 +188,7 @@ class PulumiStacks:
             root = None if self.pulumi_root is None else str(self.pulumi_root)
             where = f"{root}/bin/pulumi" if root else "`pulumi` on PATH"
             try:
-                self._command = SessionPulumiCommand(root, self.say, self._recovery)
+                self._command = DetachedPulumiCommand(root, self.say, self._recovery)
             except (OSError, subprocess.SubprocessError, InvalidVersionError) as error:
                 raise DeployError(
                     f"cannot use the Pulumi CLI ({where}): {error}; install a Pulumi CLI 3.x "

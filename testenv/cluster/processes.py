@@ -1,11 +1,13 @@
 """The control plane's processes: started with their logs in the cluster folder, stopped by PID.
 
-Each component leads a session of its own, so a Ctrl-C in the terminal that ran `up` does not reach
-it, and `down` (or the test fixture) stops it by the PID recorded at start, after checking that the
-PID still runs the binary it started (a PID can be reused once its process is gone). A fixture's
-components also die with the test process, however it dies: they are started under util-linux's
-`setpriv --pdeathsig KILL`, the kernel's parent-death signal, which even SIGKILL of pytest sets off
-(KILL, not TERM: a throwaway cluster needs no graceful shutdown, and kube-apiserver's takes long).
+Each component leads a process group of its own, so a Ctrl-C in the terminal that ran `up` does not
+reach it (a group, not a session, which the kernel would schedule as a unit of its own: see
+`stages.incluster.processes`), and `down` (or the test fixture) stops it by the PID recorded at
+start, after checking that the PID still runs the binary it started (a PID can be reused once its
+process is gone). A fixture's components also die with the test process, however it dies: they
+are started under util-linux's `setpriv --pdeathsig KILL`, the kernel's parent-death signal,
+which even SIGKILL of pytest sets off (KILL, not TERM: a throwaway cluster needs no graceful
+shutdown, and kube-apiserver's takes long).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def start(
     env: Mapping[str, str],
     die_with_parent: bool,
 ) -> tuple[Started, subprocess.Popen[bytes]]:
-    """`argv` in a session of its own, stdout and stderr to `log`."""
+    """`argv` in a process group of its own, stdout and stderr to `log`."""
     log.parent.mkdir(parents=True, exist_ok=True)
     command = [*DIE_WITH_PARENT, *argv] if die_with_parent else list(argv)
     with log.open("ab") as sink:
@@ -59,7 +61,7 @@ def start(
             stdout=sink,
             stderr=subprocess.STDOUT,
             env=dict(env),
-            start_new_session=True,
+            process_group=0,
         )
     return Started(name, popen.pid, str(Path(argv[0]).resolve()), str(log)), popen
 

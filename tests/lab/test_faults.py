@@ -168,7 +168,7 @@ def test_a_sigkilled_lab_leaves_no_process_behind(lab_install: object, tmp_path:
         env=os.environ | {name: value},
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        process_group=0,
     )
     try:
         seen: list[str] = []
@@ -199,7 +199,7 @@ def test_lab_up_says_when_a_worker_and_then_the_frontend_die(
     marker = f"DYN_FILE_KV={run_dir}"
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
     lab = subprocess.Popen(
-        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, process_group=0
     )
     try:
         seen: list[str] = []

@@ -159,7 +159,7 @@ def test_a_signal_stops_the_lab_command_and_its_graph(
     reap_marked.append(f"DYN_FILE_KV={run_dir}")
     command = [sys.executable, "-m", "lab", "up", "--workers", "2", "--out", str(tmp_path)]
     lab = subprocess.Popen(
-        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, stderr=subprocess.PIPE, text=True, process_group=0
     )
     try:
         assert lab.stderr is not None
@@ -213,7 +213,7 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
     ]
     env = os.environ | {name: value}
     lab = subprocess.Popen(
-        command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True, process_group=0
     )
     try:
         assert lab.stderr is not None

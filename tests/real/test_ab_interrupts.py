@@ -5,7 +5,8 @@ or plugin process is left, and a re-run with the same id resumes.
   gets one SIGINT of its own, cancels, and the run takes the graph down;
 - during `destroy` (held by a finalizer the test removes): the destroy is let finish;
 - twice during `destroy`: the run exits at once with the command that recovers, and the CLI, in
-  a session of its own, still finishes the destroy.
+  a process group of its own, still finishes the destroy.
+Each interrupt goes to the run's whole process group, as a terminal's Ctrl-C does.
 Interrupts during the stages themselves are the orchestrator's, tested with a scripted target
 (tests/stages/ab/test_orchestrator.py): kwok's graphs serve no stage here.
 """
@@ -13,6 +14,7 @@ Interrupts during the stages themselves are the orchestrator's, tested with a sc
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -41,7 +43,7 @@ class AbRun:
                 "organization", "--run-id", RUN_ID, "--out", "build/ab"]  # fmt: skip
         self.process = subprocess.Popen(
             argv, cwd=stacks.project, env=stacks.env, stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE, text=True,
+            stderr=subprocess.PIPE, text=True, process_group=0,
         )  # fmt: skip
         self.lines: list[str] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
@@ -54,6 +56,11 @@ class AbRun:
 
     def saw(self, text: str) -> bool:
         return any(text in line for line in self.lines)
+
+    def interrupt(self, signum: signal.Signals = signal.SIGINT) -> None:
+        """`signum` to the run's process group: a Ctrl-C at the terminal reaches the foreground
+        group, never a group of the run's own."""
+        os.killpg(self.process.pid, signum)
 
     def wait_for(self, text: str, seconds: float = 120.0) -> None:
         wait_until(lambda: self.saw(text), f"`{text}` in the A/B's output", seconds)
@@ -102,7 +109,7 @@ def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_d
         ab = AbRun(stacks)
         ab.wait_for("DynamoGraphDeployment cosmos3-graph creating")
         time.sleep(2)  # well inside the provider's wait for Ready
-        ab.process.send_signal(signum)
+        ab.interrupt(signum)
         status, stdout = ab.finish()
 
     assert status == 130, "\n".join(ab.lines[-30:])
@@ -137,7 +144,7 @@ def test_an_interrupt_during_destroy_lets_it_finish(
     ab = AbRun(stacks)
     ab.wait_for("round-robin: destroying")
     time.sleep(2)
-    ab.process.send_signal(signal.SIGINT)
+    ab.interrupt()
     ab.wait_for("interrupted: `pulumi destroy` is let finish")
     release(local_cluster)
     status, stdout = ab.finish()
@@ -156,9 +163,9 @@ def test_a_second_interrupt_exits_at_once_with_the_command_that_recovers(
     ab = AbRun(stacks)
     ab.wait_for("round-robin: destroying")
     time.sleep(2)
-    ab.process.send_signal(signal.SIGINT)
+    ab.interrupt()
     ab.wait_for("interrupted: `pulumi destroy` is let finish")
-    ab.process.send_signal(signal.SIGINT)
+    ab.interrupt()
     status, _ = ab.finish(seconds=30)
 
     assert status == 130
@@ -166,7 +173,7 @@ def test_a_second_interrupt_exits_at_once_with_the_command_that_recovers(
         "abandoned at the second interrupt: once `pulumi` has exited, `pulumi destroy --yes "
         "--stack organization/cosmos3-nano-reasoner/round-robin` frees its GPUs"
     ), "\n".join(ab.lines[-20:])
-    # The CLI runs in a session of its own: it still finishes the destroy, and lets go of the lock.
+    # The CLI leads a process group of its own: it still finishes the destroy, and lets go of the lock.
     release(local_cluster)
     wait_until(
         lambda: engine_processes(engine, stacks) == [], "the abandoned destroy's CLI ends", 120

@@ -68,8 +68,8 @@ def job_uid(cluster: local.LocalCluster) -> str:
 
 @contextmanager
 def running(stacks: LocalStacks, *args: str) -> Iterator[subprocess.Popen[str]]:
-    """`pulumi <args>` in the background, in a session of its own (a terminal's Ctrl-C reaches
-    the CLI's whole group); killed if the block leaves it running."""
+    """`pulumi <args>` in the background, leading a process group of its own (a terminal's Ctrl-C
+    reaches the CLI's whole group); killed if the block leaves it running."""
     process = subprocess.Popen(
         ["pulumi", *args, "--non-interactive", "--color=never"],
         cwd=stacks.project,
@@ -77,7 +77,7 @@ def running(stacks: LocalStacks, *args: str) -> Iterator[subprocess.Popen[str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        start_new_session=True,
+        process_group=0,
     )
     try:
         yield process

@@ -178,7 +178,7 @@ def test_a_destroy_that_meets_a_lock_is_retried(
             env=stacks.env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
-            start_new_session=True,
+            process_group=0,
         )
         wait_until(
             lambda: exists(local_cluster, GRAPH, NAMESPACE), "the graph is created, then awaited"

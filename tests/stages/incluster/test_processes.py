@@ -82,7 +82,7 @@ def test_a_sigkilled_parent_leaves_no_child_behind(tmp_path: Path) -> None:
         cwd=REPO_ROOT,
         stdout=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        process_group=0,
     )
     try:
         assert driver.stdout is not None
