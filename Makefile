@@ -19,6 +19,9 @@ PYTEST_WORKERS ?= auto
 CHECK_TEST_SECONDS ?= 10
 # pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
 REAL_WORKERS ?= 4
+# pytest workers of the `slow` tests in `make test`: one, so that beside the real tier they take
+# one process's share of the cores, not one per core (see `test`).
+SLOW_WORKERS ?= 1
 
 VENV := .venv
 DEV_VENV := .venv-dev
@@ -111,8 +114,10 @@ check: $(DEV_VENV)/.installed
 # With a session each (until 2026-12-06), each cluster component, `pulumi` command and graph
 # process weighed as much as all the tests' own processes together (autogroup): a slow test
 # took 7 to 14 times as long as alone, and a one-second subprocess missed its 60 s limit in CI.
-# No `nice` either: in one session it would starve the lab's graphs and the slow tests' limits
-# the same way. Their output, with their ten slowest tests, goes to build/lab-tests.log and
+# No `nice` either: in one session it would hold the lab's graphs and the slow tests behind
+# every real-tier process, where their time limits run. Instead the slow tests run on one worker
+# (SLOW_WORKERS): a test takes as long as with two, and the real tier, the longest of the three,
+# keeps more of the cores. Their output, with their ten slowest tests, goes to build/lab-tests.log and
 # build/slow-tests.log and is printed once all are done; any tier failing fails the run.
 # pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is a test past
 # its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and real
@@ -120,7 +125,7 @@ check: $(DEV_VENV)/.installed
 test: check lab-setup
 	@mkdir -p build
 	$(DEV_PY) -m pytest -m lab --durations=10 >build/lab-tests.log 2>&1 & lab=$$!; \
-	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(PYTEST_WORKERS) \
+	$(DEV_PY) -m pytest -m "slow and not lab and not real" -n $(SLOW_WORKERS) \
 		--durations=10 >build/slow-tests.log 2>&1 & slow=$$!; \
 	$(MAKE) real; real=$$?; \
 	wait $$lab; lab=$$?; wait $$slow; slow=$$?; \
