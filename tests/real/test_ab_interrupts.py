@@ -173,7 +173,10 @@ def test_a_second_interrupt_exits_at_once_with_the_command_that_recovers(
         "abandoned at the second interrupt: once `pulumi` has exited, `pulumi destroy --yes "
         "--stack organization/cosmos3-nano-reasoner/round-robin` frees its GPUs"
     ), "\n".join(ab.lines[-20:])
-    # The CLI leads a process group of its own: it still finishes the destroy, and lets go of the lock.
+    # The CLI leads a process group of its own, in the run's session (never a session of its own,
+    # which the kernel would schedule apart): it still finishes the destroy, and lets go of the lock.
+    [cli] = [int(p.split()[0]) for p in engine_processes(engine, stacks) if p.endswith("/pulumi")]
+    assert os.getpgid(cli) == cli and os.getsid(cli) == os.getsid(0)
     release(local_cluster)
     wait_until(
         lambda: engine_processes(engine, stacks) == [], "the abandoned destroy's CLI ends", 120

@@ -4,13 +4,15 @@ is tested running, in tests/real/test_cluster.py."""
 
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
 
 import pytest
 import yaml
 
 from testenv import cluster as local
-from testenv.cluster import components, objects
+from testenv.cluster import components, objects, processes
 from testenv.cluster.pki import Pki
 from testenv.crd import crd_path
 from testenv.engine import Engine
@@ -125,3 +127,16 @@ def test_up_refuses_a_folder_it_did_not_make(tmp_path: Path) -> None:
     with pytest.raises(local.ClusterError, match="not empty and was not made by"):
         local.up(tmp_path, ENGINE, say=lambda _: None)
     assert (tmp_path / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_component_leads_its_own_group_in_our_session(tmp_path: Path) -> None:
+    """A group, never a session (see `stages.incluster.processes`): the tests' own processes keep
+    their share of the cores beside a cluster's."""
+    sleep = shutil.which("sleep")
+    assert sleep is not None
+    started, popen = processes.start("sleeper", [sleep, "600"], tmp_path / "log", {}, False)
+    try:
+        assert os.getpgid(started.pid) == started.pid != os.getpgrp()
+        assert os.getsid(started.pid) == os.getsid(0)
+    finally:
+        processes.stop_all([started], {started.pid: popen})

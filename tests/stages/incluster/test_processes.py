@@ -114,3 +114,17 @@ def test_a_regular_stop_still_stops_the_whole_group(tmp_path: Path) -> None:
     child.stop()
 
     assert group_members(child.pgid) == []
+
+
+def test_a_child_leads_its_own_group_in_our_session(tmp_path: Path) -> None:
+    """A group, never a session: the kernel schedules each session as a unit of its own
+    (autogroup), so a child in a new session would take the CPU share of everything in ours."""
+    child = start_group_process(
+        "sleeper", [sys.executable, "-c", "import time; time.sleep(600)"], {}, tmp_path / "log",
+        tmp_path,
+    )  # fmt: skip
+    try:
+        assert os.getpgid(child.popen.pid) == child.popen.pid != os.getpgrp()
+        assert os.getsid(child.popen.pid) == os.getsid(0)
+    finally:
+        child.stop()
