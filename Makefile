@@ -118,9 +118,9 @@ check: $(DEV_VENV)/.installed
 # every real-tier process, where their time limits run. Instead the slow tests run on one worker
 # (SLOW_WORKERS), so the real tier, the longest of the three, keeps more of the cores: from a
 # fresh clone (2026-12-06) two workers took 23 min 36 s (the real tier 22 min 32 s, the slowest
-# slow test 76 s of its 120), one 21 min 37 s (20 min 31 s; 44 s). Their output, with their ten
-# slowest tests, goes to build/lab-tests.log and build/slow-tests.log and is printed once all are
-# done; any tier failing fails the run.
+# slow test 76 s of its 120), one 21 min 37 s and 23 min 49 s (20 min 31 s and 22 min 46 s; 44
+# and 48 s). Their output, with their ten slowest tests, goes to build/lab-tests.log and
+# build/slow-tests.log and is printed once all are done; any tier failing fails the run.
 # pytest's exit status 5 (no test collected) is a failure (tests/conftest.py); so is a test past
 # its time limit (pytest-timeout: pyproject.toml, and tests/conftest.py for the lab and real
 # tiers).
