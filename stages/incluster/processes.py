@@ -1,13 +1,13 @@
 """Child processes that are always stopped: each in its own process group, stopped by group id.
 
-Every child we start (the lab's frontend and workers, a pod program run locally, AIPerf inside a
-pod program) leads a new process group, so its process group id is its PID and everything it forks
-stays in that group. A group, not a new session: the kernel schedules each session as a unit of
-its own (autogroup), so a session per child would give AIPerf's several processes together the
-CPU share of one graph process, and starve the command that started them (seen in CI: a
-subprocess of the tests ran 35 times slower beside the lab's and the clusters' sessions). Stopping the group by id ends the process and its children without touching anything
-else on the machine (no kill by name). Interrupts are held while a child is started or stopped, so
-one is never left half-recorded.
+Every child we start (the lab's frontend and workers, a pod program run locally, AIPerf inside a pod
+program) leads a new process group, so its process group id is its PID and everything it forks stays
+in that group. A group, not a new session: the kernel schedules each session as a unit of its own
+(autogroup), so a session per child would give AIPerf's several processes together the CPU share of
+one graph process, and starve the command that started them (seen in CI: a subprocess of the tests
+ran 35 times slower beside the lab's and the clusters' sessions). Stopping the group by id ends the
+process and its children without touching anything else on the machine (no kill by name). Interrupts
+are held while a child is started or stopped, so one is never left half-recorded.
 
 Children die with their parent, even a parent killed with SIGKILL, which runs no cleanup at all:
 each child runs under a guard (this module run as a script) that leads its group and watches a
