@@ -55,9 +55,12 @@ crd: python
 # so none ever holds a package its lock dropped. The dev lock's pip is installed first (faster).
 NEW_VENV := PYTHON=$(PYTHON) bash scripts/venv.sh
 
-# The Pulumi program's environment: the deploy lock and nothing else.
-$(VENV)/.installed: requirements.txt | python
-	$(NEW_VENV) $(VENV) requirements.txt
+# The Pulumi program's environment: the deploy lock, and pip at the dev lock's version. `pulumi`
+# runs `python -m pip list -v --format json` in it on every preview, update, refresh and destroy
+# (the language host looks for the plugins the program needs): pip 26.3 takes 0.24 CPU-seconds
+# for it where the interpreter's bundled 23.2.1 takes 0.50 (2026-12-06).
+$(VENV)/.installed: requirements.txt requirements-dev.lock | python
+	$(NEW_VENV) $(VENV) requirements.txt requirements-dev.lock
 
 venv: $(VENV)/.installed
 
