@@ -48,15 +48,22 @@ def delete_namespaces(running: local.LocalCluster, wait: bool = True) -> None:
 def await_namespaces_gone(running: local.LocalCluster) -> None:
     """The namespaces a test deleted without waiting are gone. Each deletion takes the namespace
     controller at least 5 s, a fixed grace period (`namespaceDeletionGracePeriod`, no flag), which
-    the next test's set-up overlaps; a test creating a namespace that is still terminating fails."""
-
-    def gone() -> bool:  # namespaces a module keeps on purpose (`keep_namespaces`) may stay
-        path = "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"
-        phases = dict(item.split("=") for item in running.kubectl("get", "ns", "-o", path).split())
-        kept = running.kept_namespaces
-        return all(phase != "Terminating" for name, phase in phases.items() if name not in kept)
-
-    wait_until(gone, "the namespaces the last test deleted are gone", seconds=90)
+    the next test's set-up overlaps; a test creating a namespace that is still terminating fails.
+    One `kubectl wait`, which watches: a `kubectl get` five times a second cost 0.28 CPU-seconds
+    a second of waiting (client and API server), the watch 0.07 in all (2026-12-06)."""
+    path = "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"
+    phases = dict(item.split("=") for item in running.kubectl("get", "ns", "-o", path).split())
+    terminating = [  # namespaces a module keeps on purpose (`keep_namespaces`) may stay
+        f"namespace/{name}"
+        for name, phase in phases.items()
+        if phase == "Terminating" and name not in running.kept_namespaces
+    ]
+    if not terminating:
+        return
+    try:  # one gone before the watch starts counts as gone
+        running.kubectl("wait", "--for=delete", "--timeout=90s", *terminating)
+    except local.ClusterError as error:
+        pytest.fail(f"the namespaces the last test deleted are not gone within 90 s: {error}")
 
 
 @contextmanager
