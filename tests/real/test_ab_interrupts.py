@@ -2,7 +2,8 @@
 or plugin process is left, and a re-run with the same id resumes.
 
 - during `up`, while it waits for the graph's `Ready` (kwok paused, so it never comes): the CLI
-  gets one SIGINT of its own, cancels, and the run takes the graph down;
+  gets one SIGINT of its own, cancels, and the run takes the graph down; then SIGTERM does the
+  same to the re-run;
 - during `destroy` (held by a finalizer the test removes): the destroy is let finish;
 - twice during `destroy`: the run exits at once with the command that recovers, and the CLI, in
   a process group of its own, still finishes the destroy.
@@ -20,8 +21,6 @@ import subprocess
 import sys
 import threading
 import time
-
-import pytest
 
 from testenv import cluster as local
 from testenv.engine import Engine
@@ -97,15 +96,12 @@ def resumes(stacks: LocalStacks) -> None:
     assert stdout.splitlines()[:2] == ["round-robin: passed", "session-affinity: passed"]
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_down(
-    signum: signal.Signals,
-    stacks: LocalStacks,
-    local_cluster: local.LocalCluster,
-    engine: Engine,
+def interrupted_while_up(
+    stacks: LocalStacks, cluster: local.LocalCluster, engine: Engine, signum: signal.Signals
 ) -> None:
-    configured(stacks)
-    with paused_kwok(local_cluster):
+    """A run interrupted by `signum` while its `up` waits for the graph's `Ready`: it cancels the
+    `up`, takes the graph down and leaves the stacks clean."""
+    with paused_kwok(cluster):
         ab = AbRun(stacks)
         ab.wait_for("DynamoGraphDeployment cosmos3-graph creating")
         time.sleep(2)  # well inside the provider's wait for Ready
@@ -120,7 +116,19 @@ def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_d
         "session-affinity: not run",
     ]
     assert not ab.saw("Traceback"), "\n".join(ab.lines)
-    assert_left_clean(stacks, local_cluster, engine)
+    assert_left_clean(stacks, cluster, engine)
+
+
+def test_an_interrupt_while_up_awaits_the_graph_cancels_it_and_takes_the_graph_down(
+    stacks: LocalStacks, local_cluster: local.LocalCluster, engine: Engine
+) -> None:
+    """SIGINT in the first run, then SIGTERM in its re-run (same id), each during `up`; a third
+    run resumes. One chain rather than a test per signal: the re-run is a resume too, and each
+    test of its own paid for the stacks and a whole pass of both profiles again (about 45
+    CPU-seconds, measured)."""
+    configured(stacks)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        interrupted_while_up(stacks, local_cluster, engine, signum)
     resumes(stacks)
 
 
