@@ -21,6 +21,9 @@ from tests.support import NGC_KEY
 
 MIN_FREE_VOLUMES = 4
 LAYER_SECRETS = {"ngcApiKey": NGC_KEY}
+NAMESPACE_GONE_SECONDS = 90
+"""How long the namespaces the last test deleted may take to go (the namespace controller's 5 s
+grace period, then its deletions)."""
 
 
 def delete_namespaces(running: local.LocalCluster, wait: bool = True) -> None:
@@ -61,9 +64,14 @@ def await_namespaces_gone(running: local.LocalCluster) -> None:
     if not terminating:
         return
     try:  # one gone before the watch starts counts as gone
-        running.kubectl("wait", "--for=delete", "--timeout=90s", *terminating)
+        running.kubectl(
+            "wait", "--for=delete", f"--timeout={NAMESPACE_GONE_SECONDS}s", *terminating
+        )
     except local.ClusterError as error:
-        pytest.fail(f"the namespaces the last test deleted are not gone within 90 s: {error}")
+        pytest.fail(
+            f"the namespaces the last test deleted are not gone within {NAMESPACE_GONE_SECONDS} s:"
+            f" {error}"
+        )
 
 
 @contextmanager
