@@ -1,10 +1,10 @@
 """The project's stacks, driven through Pulumi's Automation API, for the A/B orchestrator.
 
 The orchestrator deploys the shared layer stack, then each routing profile's stack in turn, reads
-its outputs and destroys it again so that the next profile gets the GPUs. Each call here selects
-the stack (`pulumi stack select --stack <name>`) and runs one `pulumi` command in the project
-directory, the way a person would: the program, its config and the backend login are the
-project's own, nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
+its outputs and destroys it again so that the next profile gets the GPUs. A stack is selected
+once a run (`pulumi stack select --stack <name>`), and each call here runs one `pulumi` command
+on it in the project directory, naming it (`--stack`), the way a person would: the program, its
+config and the backend login are the project's own, nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
 deleted out of band is created again, and the layer is always updated, never skipped on an
 empty preview: a preview counts resource steps only, so a new layer output would never reach the
 profile stacks. The CLI runs in a process group of its own (`stages.ab.pulumi_cli`): a Ctrl-C is
@@ -90,6 +90,7 @@ class PulumiStacks:
     its KUBECONFIG, backend and passphrase); empty in real use, where the user's shell has them."""
     _command: PulumiCommand | None = field(default=None, init=False, repr=False)
     _current: str = field(default="", init=False, repr=False)
+    _selected: dict[str, Stack] = field(default_factory=dict, init=False, repr=False)
 
     def up(self, stack: str) -> dict[str, Any]:
         """`pulumi up --refresh`; then the stack's outputs, as `pulumi stack output --json` prints
@@ -152,6 +153,7 @@ class PulumiStacks:
         with _as_deploy_error(name, "stack init"):
             created = create_stack(name, work_dir=str(self.work_dir), opts=self._options())
             created.set_all_config(values)
+        self._selected[name] = created
 
     def qualified(self, stack: str) -> str:
         """The name the commands get: <org>/<project>/<stack> when an organization is set."""
@@ -160,10 +162,17 @@ class PulumiStacks:
         return fully_qualified_stack_name(self.organization, self._project_name(), stack)
 
     def _select(self, stack: str) -> Stack:
+        """The stack, selected at its first use in this run. Every command of a `Stack` names it
+        itself (`--stack`), so selecting it again would only start the CLI once more: four times
+        in each profile's pass (its config read twice, its outputs, its `up` and its destroy).
+        A stack that could not be selected is tried again at its next use."""
         name = self.qualified(stack)
         self._current = stack
-        with _as_deploy_error(name, "stack select"):
-            return select_stack(name, work_dir=str(self.work_dir), opts=self._options())
+        if name not in self._selected:
+            with _as_deploy_error(name, "stack select"):
+                options = self._options()
+                self._selected[name] = select_stack(name, work_dir=str(self.work_dir), opts=options)
+        return self._selected[name]
 
     def _options(self) -> LocalWorkspaceOptions:
         return LocalWorkspaceOptions(pulumi_command=self._pulumi(), env_vars=dict(self.env))

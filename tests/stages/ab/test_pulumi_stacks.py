@@ -9,6 +9,7 @@ import pytest
 from pulumi.automation import OutputValue
 
 from common import REPO_ROOT
+from stages.ab import pulumi_stacks
 from stages.ab.pulumi_stacks import (
     DeployError,
     PulumiStacks,
@@ -37,6 +38,29 @@ def test_stages_ab_without_a_cli_says_so_before_anything(
     assert status == 1
     assert "cannot use the Pulumi CLI (`pulumi` on PATH)" in printed.err
     assert "make engine" in printed.err and "no outputs of an earlier update" not in printed.err
+
+
+def test_a_stack_is_selected_once_a_run_and_again_only_after_it_could_not_be(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    selected: list[str] = []
+
+    def select_stack(name: str, **_: object) -> str:
+        selected.append(name)
+        if len(selected) == 1:
+            raise RuntimeError("no stack named 'shared'")
+        return f"the stack {name}"
+
+    monkeypatch.setattr(pulumi_stacks, "select_stack", select_stack)
+    stacks = PulumiStacks(REPO_ROOT, lambda _: None)
+    monkeypatch.setattr(stacks, "_options", lambda: None)  # no CLI: nothing here runs one
+
+    with pytest.raises(DeployError, match="shared"):
+        stacks._select("shared")
+    used = [stacks._select(name) for name in ("shared", "round-robin", "shared", "round-robin")]
+
+    assert selected == ["shared", "shared", "round-robin"]
+    assert [str(stack) for stack in used] == ["the stack shared", "the stack round-robin"] * 2
 
 
 def test_outputs_read_as_stack_output_prints_them_a_secret_stays_masked() -> None:
