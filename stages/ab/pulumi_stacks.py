@@ -1,10 +1,10 @@
 """The project's stacks, driven through Pulumi's Automation API, for the A/B orchestrator.
 
 The orchestrator deploys the shared layer stack, then each routing profile's stack in turn, reads
-its outputs and destroys it again so that the next profile gets the GPUs. A stack is selected
-once a run (`pulumi stack select --stack <name>`), and each call here runs one `pulumi` command
-on it in the project directory, naming it (`--stack`), the way a person would: the program, its
-config and the backend login are the project's own, nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
+its outputs and destroys it again so that the next profile gets the GPUs. Each call here runs one
+`pulumi` command in the project directory on a stack selected once a run (`pulumi stack select`),
+the way a person would: the program, its config and the backend login are the project's own,
+nothing is passed inline. Every `up` refreshes first (`--refresh`), so an object
 deleted out of band is created again, and the layer is always updated, never skipped on an
 empty preview: a preview counts resource steps only, so a new layer output would never reach the
 profile stacks. The CLI runs in a process group of its own (`stages.ab.pulumi_cli`): a Ctrl-C is
@@ -162,16 +162,14 @@ class PulumiStacks:
         return fully_qualified_stack_name(self.organization, self._project_name(), stack)
 
     def _select(self, stack: str) -> Stack:
-        """The stack, selected at its first use in this run. Every command of a `Stack` names it
-        itself (`--stack`), so selecting it again would only start the CLI once more: four times
-        in each profile's pass (its config read twice, its outputs, its `up` and its destroy).
-        A stack that could not be selected is tried again at its next use."""
+        """The stack, selected at its first use only: each command names it (`--stack`), so a
+        select per command would start the CLI again, four times a profile's pass."""
         name = self.qualified(stack)
         self._current = stack
         if name not in self._selected:
             with _as_deploy_error(name, "stack select"):
-                options = self._options()
-                self._selected[name] = select_stack(name, work_dir=str(self.work_dir), opts=options)
+                opts = self._options()
+                self._selected[name] = select_stack(name, work_dir=str(self.work_dir), opts=opts)
         return self._selected[name]
 
     def _options(self) -> LocalWorkspaceOptions:
