@@ -1,6 +1,6 @@
 # One-word entry points. `make lab` runs the recipe's A/B on this machine; `make test` is what CI runs;
-# `make check` is the fast subset (static checks and every test that needs neither the lab nor the
-# real tier); `make engine` builds the real tier's tools (docs/engine.md).
+# `make check` is the fast subset (static checks and every test not marked lab, real or slow);
+# `make engine` builds the real tier's tools (docs/engine.md).
 #
 # Virtualenvs (the groups are declared in pyproject.toml, the locks are made by `make lock`):
 #   .venv         requirements.txt          deploy only: what `pulumi up` runs in (Pulumi.yaml)

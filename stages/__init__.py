@@ -10,8 +10,7 @@ Layers, each importing only those below it (checked by import-linter, `.importli
                           as Kubernetes Jobs | as local processes | results in S3
     core                  what every target shares: workload, AIPerf arguments, pod plans,
                           verdicts, results, report (pure)
-    errors | parsers      every way a stage ends, with its exit status | subcommands that show
-                          their own usage on a mistyped option
+    errors                every way a stage ends, with its exit status
     incluster             the pod programs themselves (standard library only)
 
 The lab is above all of this and passes in what the local target needs (`local.run.LocalTools`).

@@ -3,7 +3,7 @@ worker's `/metrics` before and after a level and writes what changed (`graph-met
 AIPerf's export, returned in the log the same way).
 
 What is read (names as Dynamo 1.6.1's frontend and workers export them, checked against the lab's
-real ones in tests/lab/test_graph_metrics.py):
+real ones in tests/stages/local/test_local_on_lab.py):
 
 - each worker: `dynamo_component_requests_total{dynamo_endpoint="generate"}`, by `worker_id` (the
   requests it served), and vLLM's `vllm:prefix_cache_queries_total` / `vllm:prefix_cache_hits_total`

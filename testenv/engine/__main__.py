@@ -1,4 +1,4 @@
-"""`python -m testenv.engine build | env | path` (see the package docstring)."""
+"""`python -m testenv.engine build | env | path | crds` (see the package docstring)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Restart and autoscaler-owned replicas (issue 32, parts 1 and 5): the keys and what they refuse,
 the graph the builder makes of them (restart only on a graph that exists; the Worker's count left
 to the scaling adapter), what the live graph tells the builder, the wait for a restart and the
-outputs' flag (the A/B's refusal: tests/stages/ab/test_autoscaled_stack.py)."""
+outputs' flag (the A/B's refusal: tests/stages/ab/test_unmeasurable_stack.py)."""
 
 from __future__ import annotations
 

@@ -2,8 +2,8 @@
 
 The target records what it is asked; smoke and perf are stand-ins that write a real results file
 (a fixture) so the real archive (a local directory) and the real report run. The lab runs the
-same orchestrator for real (tests/lab/test_lab_ab.py); a cluster's stacks through the Automation
-API stand-in (test_cluster_target.py).
+same orchestrator for real (tests/lab/test_lab_ab.py); a cluster's stacks through the real CLI
+(tests/real/test_ab.py, tests/real/test_pulumi_stacks.py).
 """
 
 from __future__ import annotations
