@@ -66,6 +66,9 @@ class Engine:
             "PULUMI_HOME": str(self.root / "pulumi-home"),
             "PULUMI_SKIP_UPDATE_CHECK": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
+            # Each command stats every log of PULUMI_HOME/logs first, 0.3 CPU-seconds at 40,000
+            # (500 MB by default): 1 MB keeps the last ~150 commands' logs (docs/engine.md).
+            "PULUMI_LOG_ROTATION_MAX_TOTAL_MB": "1",
         }
 
     def exports(self, environment: Mapping[str, str] | None = None) -> str:

@@ -68,6 +68,7 @@ def test_up_and_down_from_the_command_line(tmp_path: Path) -> None:
             "PULUMI_SKIP_UPDATE_CHECK",
             "PULUMI_PYTHON_CMD",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION",
+            "PULUMI_LOG_ROTATION_MAX_TOTAL_MB",
             "CLUSTER_CONTEXT",
             "CLUSTER_RWX_CLASS",
         ):
