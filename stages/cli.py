@@ -197,7 +197,7 @@ def _add_report(stages: Stages) -> None:
         metavar="BUCKET",
         help="read both profiles' perf runs from this S3 archive instead",
     )
-    archive = parser.add_argument_group("from the archive (credentials: the AWS environment)")
+    archive = parser.add_argument_group("from the archive (credentials from the AWS environment)")
     for option, metavar, help in (
         ("--stacks", "STACK", "the two stacks whose perf runs to compare"),
         ("--run-ids", "RUN_ID", "one run id per stack (default: each stack's latest perf run)"),

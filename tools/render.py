@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         "--set",
         action="append",
         default=[],
-        metavar="KEY=VALUE",
+        metavar="NAME=VALUE",
         help="config as `pulumi config set` would",
     )
     parser.add_argument(

@@ -96,7 +96,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         help="deploy and take down each graph for real, but only write what each "
         "stage would run: nothing measured or archived (for the local cluster)",
     )
-    archive = parser.add_argument_group("archive (credentials: the AWS environment)")
+    archive = parser.add_argument_group("archive (credentials from the AWS environment)")
     archive.add_argument(
         "--archive-bucket",
         metavar="BUCKET",
