@@ -10,7 +10,8 @@
 # Each is rebuilt from scratch when its lock changes, so it never holds a package its lock dropped.
 SHELL := /bin/bash
 # The project's Python: 3.11 (pyproject.toml). `python3.11` where there is one, else `python3`;
-# `make PYTHON=/path/to/python3.11` for another. Every target that makes a venv checks it first.
+# `make PYTHON=/path/to/python3.11` for another. Every target that makes a project venv checks it
+# first (`lab/setup.sh` checks its own interpreter, $$PYTHON or python3: 3.10 or newer).
 PYTHON ?= $(or $(shell command -v python3.11 2>/dev/null),python3)
 STACK ?= dev
 # pytest workers for `make check` (pytest-xdist): one per core; 0 runs the tests in this process.

@@ -1,4 +1,4 @@
-"""Command lines that report their own mistakes (`stages`, `stages archive`, `lab`, the tools).
+"""Command lines that report their own mistakes (`stages`, `stages archive`, `lab`, the tools, `testenv`).
 
 - argparse hands a subcommand's unknown options back to the top-level parser, whose error then
   shows the top-level usage (`usage: python -m lab [-h] COMMAND ...`), which lists none of the

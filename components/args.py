@@ -81,7 +81,7 @@ class DownloadArgs(_Args):
     timeout_seconds: int
     worker: WorkerArgs
     placement: PlacementArgs
-    """The Job's own: each field not set takes the workers' (`components.recipe`)."""
+    """The Job's own: each field not set takes the workers' (`recipe_args.download_args`)."""
 
 
 class GraphArgs(_Args):

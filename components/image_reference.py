@@ -13,8 +13,8 @@ that grammar, and the pod never meets a reference it cannot pull:
     tag        := [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
     digest     := algorithm ":" hex     sha256: 64, sha384: 96, sha512: 128 lowercase hex digits
 
-The first component is the registry only when it has a `.` or a `:port`, or is `localhost`
-(`splitDockerDomain`); otherwise the name is a Docker Hub path, whose components must be
+The first component is the registry only when it has a `.` or a `:port`, is `localhost`, or has
+an uppercase letter (`splitDockerDomain`); otherwise the name is a Docker Hub path, whose components must be
 lowercase. A 64-hex-digit name is refused (it reads as an image id). Ports are 1 to 65535: the
 grammar takes any digits, the pull of any other fails.
 

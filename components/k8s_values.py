@@ -1,10 +1,12 @@
 """The Kubernetes API server's own rules for the values stack config lands in. Pure: no Pulumi.
 
 Each function mirrors one Go function of Kubernetes and returns the problems it would report, an
-empty list for a value the API server accepts. The sources are
+empty list for a value the API server accepts. The sources are chiefly
 k8s.io/apimachinery/pkg/util/validation/validation.go (names, label values, env var names),
 k8s.io/apimachinery/pkg/api/resource/quantity.go (quantities) and
-k8s.io/kubernetes/pkg/apis/core/validation/validation.go (node selectors, tolerations, images).
+k8s.io/kubernetes/pkg/apis/core/validation/validation.go (node selectors, tolerations, images,
+load-balancer source ranges); also networking/validation (Ingress hosts), policy/validation
+(disruption budgets) and apimachinery's path-segment rule (`IsPathSegmentName`).
 
 Problems never contain the value itself: callers decide whether a value may be shown (an env
 value may be a secret). Go's `regexp` anchors `^...$` match the whole text; Python's `re.match`

@@ -10,7 +10,7 @@
                                              one graph until Ctrl-C, for trying things by hand
     python -m lab stage perf --outputs build/lab/up/session-affinity/outputs.json
                                              any `python -m stages` command against a lab graph
-    python -m lab calibrate | predict | capacity
+    python -m lab calibrate | predict | capacity | report
                                              the lab tuned to a measured level, predicting the
                                              rest (`lab/planner/predict_cli.py`, docs/lab-prediction.md)
 
@@ -73,7 +73,7 @@ def _ab(args: argparse.Namespace) -> int:
     if args.frontends > 1 and not args.direct:  # a ValueError: exit 2, before anything starts
         raise ValueError(
             "--frontends: several frontends run on the direct path only (--direct); the local "
-            "cluster's graphs have the one frontend their DynamoGraphDeployment names"
+            "cluster's A/B stacks deploy one (`frontendReplicas` 1)"
         )
     install = LabInstall().require()  # before anything starts: say how to install it
     hashing = args.frontend_choice == "hash"

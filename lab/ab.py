@@ -3,7 +3,7 @@
 One target, `LabAbTarget`, whose graphs come from a graph source: deployed with `pulumi up` on a
 local cluster and run by the lab controller (`lab.cluster_ab.ClusterGraphs`, the default), or
 started directly from the routing settings (`DirectGraphs`, `--direct`). Each profile gets a
-fresh graph (one Dynamo frontend, N mock workers on loopback), the same smoke and perf programs a
+fresh graph (Dynamo frontends and N mock workers on loopback), the same smoke and perf programs a
 cluster's Jobs run, its results archived in a local directory archive, and the graph stopped;
 then the report of both, all under `build/lab/` (docs/lab.md lists its files). A second
 `python -m lab ab --run-id <id>` after a failure runs only what the archive lacks.

@@ -82,7 +82,7 @@ def measure(root: Path, env: dict[str, str], install_project_venv: bool) -> Meas
         venvs = ["make", "dev-venv", "venv"]
         steps["project venvs"] = timed("project venvs", venvs, root, env)
     # The engine's cache is outside the work tree ($COSMOS3_ENGINE_HOME): cold the first time on a
-    # machine (about 45 min on 2 cores), seconds after.
+    # machine (about 25 min on 2 cores, 40-50 beside other work), seconds after.
     steps["engine"] = timed("engine", ["make", "engine"], root, env)
     steps["lab setup"] = timed("lab setup", ["bash", "lab/setup.sh"], root, env)
     main_command = [str(root / ".venv-dev/bin/python"), "-m", "lab", "ab"]

@@ -2,11 +2,12 @@
 
 What the Dynamo operator does on a cluster, for the lab (docs/lab.md, "Through `pulumi up`", says
 it in full): it watches every graph on the API server and runs each with the lab's graph runner
-(`lab.graph.LabGraph`): the real Dynamo frontend with the graph's frontend command line, one
-`dynamo.mocker` per worker replica (`lab.deployed_graph`). It writes the graph's `Ready` condition
-from what runs, with `observedGeneration` (`lab.deployed_graph.Phase`); restarts the graph when
-what it runs changes (the frontend's command line, environment or replicas, the worker count or pod
-template, as the operator rolls the workers); stops a deleted graph's processes; and makes the
+(`lab.graph.LabGraph`): the real Dynamo frontend with the graph's frontend command line, one per
+frontend replica (behind the lab's pass-through when several), and one `dynamo.mocker` per worker
+replica (`lab.deployed_graph`). It writes the graph's `Ready` condition from what runs, with
+`observedGeneration` (`lab.deployed_graph.Phase`); restarts the graph when what it runs changes
+(the frontend's command line, environment or replicas, the worker count or pod template, as the
+operator rolls the workers) or its `spec.restart.id` is new; stops a deleted graph's processes; and makes the
 frontend Service with the frontend's address (`lab.frontend_service`).
 
 A dead process is not restarted (a pod's container would be): a graph that lost a worker measures
@@ -15,9 +16,6 @@ controller's thread; a change made meanwhile is acted on once that start ends.
 
     with GraphController(kubeconfig, WorkerMapping(mocker_args=...), run_root) as controller:
         ...   # `pulumi up` of a profile stack now ends once its graph serves
-
-Over 300 lines: one reconcile loop, whose reading of the graphs, starting and stopping of their
-processes and writing of their status share one record per graph (`Managed`) and one thread.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""The lab graph: one real Dynamo frontend and N mock-engine workers on loopback.
+"""The lab graph: real Dynamo frontends (one, or several behind a pass-through) and N mock-engine
+workers on loopback.
 
 The frontend gets exactly the routing arguments the cluster's DynamoGraphDeployment gets
 (`components.routing.frontend_args`), so the lab exercises the cluster's routing. The workers are
@@ -198,7 +199,7 @@ class LabGraph:
         return self.processes + ([self.pass_through] if self.pass_through else [])
 
     def rss_bytes(self) -> int:
-        """Resident memory of the frontend and all workers right now."""
+        """Resident memory of every process of the graph right now."""
         return groups_rss_bytes(self.pgids)
 
     def __enter__(self) -> Self:

@@ -1,4 +1,4 @@
-"""`python -m lab calibrate | predict | capacity`: the calibrated lab's command lines.
+"""`python -m lab calibrate | predict | capacity | report`: the calibrated lab's command lines.
 
     python -m lab calibrate                 the recipe's concurrency-1 row -> calibration.json
     python -m lab calibrate --results rr/results.json aff/results.json

@@ -215,7 +215,7 @@ def _slowdown_check(first: Prediction, second: Prediction) -> list[str]:
 
 
 def summary(cells: list[CellDeviation]) -> list[str]:
-    """Every cell as "predicted vs measured (error)", compactly (the README's table): the columns
+    """Every cell as "predicted vs measured (error)", compactly (docs/lab-prediction.md's table): the columns
     every level has, then the cells only some levels have."""
     levels = sorted({cell.concurrency for cell in cells})
     by_place = {(cell.concurrency, cell.column): cell for cell in cells}

@@ -58,7 +58,7 @@ from stages.local.host_load import HostSampler
 POLL_SECONDS = 0.5
 LOCAL_HEARTBEAT_SECONDS = 15.0
 PROGRAM_STOP_GRACE_SECONDS = 30.0
-"""Longer than the program needs to stop its AIPerf group (two 10 s waits at most)."""
+"""Longer than stopping its AIPerf group takes: three `STOP_GRACE_SECONDS` waits, 15 s at most."""
 PROGRAM_LOG = "program.log"
 _INHERITED_PYTHON_VARIABLES = ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "PYTHONSTARTUP")
 

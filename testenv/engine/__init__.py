@@ -15,6 +15,7 @@ Stdlib only: `make engine` runs this before any virtualenv exists.
     python -m testenv.engine build       # build what is missing, print where the tools are
     python -m testenv.engine build weed  # only the named tools, into their slots; no engine assembled
     python -m testenv.engine env         # the shell exports of a built engine (PATH, PULUMI_HOME, ...)
+    python -m testenv.engine path        # where the built engine is
     python -m testenv.engine crds        # the pinned CRD files (pins.CRD_SOURCES), downloaded
 """
 

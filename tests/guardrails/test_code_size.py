@@ -21,7 +21,7 @@ ROOM_BUDGETS = {
     "common": 1_760,
     "lab": 4_360,
     "tools": 1_600,
-    "testenv": 2_511,
+    "testenv": 2_512,
 }
 """Lines of Python per room (a package, or a module at the root), measured 2026-12-05. The issue
 that set the house's size asked for 17k lines outside tests/; docs/contributing.md says why the

