@@ -20,12 +20,9 @@ from typing import Any
 import yaml
 
 from common.credentials import mask
-from common.input_files import InputFileError, read_text
+from common.input_files import MAX_KUBECONFIG_BYTES, InputFileError, read_text
 from common.yaml_input import SAFE_LOADER, yaml_documents
 
-MAX_KUBECONFIG_BYTES = 16 * 1024 * 1024
-"""A kubeconfig with embedded certificates is tens of KiB; a merged one of many clusters a few
-MiB at most."""
 DEFAULT_KUBECONFIG = "~/.kube/config"
 
 

@@ -25,6 +25,8 @@ restarts them (components/credentials_digest.py)."""
 FRONTEND_COMPONENT = "Frontend"
 WORKER_COMPONENT = "Worker"
 MAIN_CONTAINER = "main"
+"""The operator merges its defaults into the container named `main` and refuses a new component
+without one; the checks and the lab's controller read pod templates by it too."""
 FRONTEND_PORT = 8000
 """The operator gives a frontend component's Service port `http` 8000."""
 WORKER_SYSTEM_PORT = 9090

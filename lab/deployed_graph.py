@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from components.names import SERVED_MODEL
+from components.names import MAIN_CONTAINER, SERVED_MODEL
 from lab.environment import LabInstall
 from lab.graph import (
     DEFAULT_STARTUP_TIMEOUT_SECONDS,
@@ -37,7 +37,6 @@ from lab.graph import (
 
 FRONTEND_TYPE = "frontend"
 WORKER_TYPES = ("worker", "prefill", "decode")
-MAIN_CONTAINER = "main"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from stages.ab.cli import run as run_ab
 from stages.archive.cli import configure_parser as configure_archive_parser
 from stages.archive.cli import run as run_archive
 from stages.archive.cli import segment
+from stages.archive.records import DEFAULT_PREFIX
 from stages.archive.report_inputs import fetch_pair, write_sources
 from stages.core.report import REPORT_FILE, write_report
 from stages.core.results import ProfileResults, ResultsError
@@ -210,7 +211,7 @@ def _add_report(stages: Stages) -> None:
     )
     archive.add_argument(
         "--archive-prefix",
-        default="cosmos3-nano-reasoner",
+        default=DEFAULT_PREFIX,
         help="key prefix (default: %(default)s)",
     )
     parser.add_argument(

@@ -14,9 +14,10 @@ from pulumi.runtime import rpc
 from components.contract import StackOutputs
 from components.credentials_digest import credentials_digest
 from components.live import KubernetesView, LiveReadError
+from components.settings import PROJECT
 from tests.support import NGC_KEY
 from tools.offline import MockCluster, ProgramRun, shared_layer_outputs
-from tools.stack_files import PROJECT, SHARED_STACK, SHIPPED_STACKS
+from tools.stack_files import SHARED_STACK, SHIPPED_STACKS
 
 RunStack = Callable[..., ProgramRun]
 

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from components.settings import SECRET_KEYS, StackSettings
-from tools.stack_files import PROJECT, SHIPPED_STACKS, declared_config, stack_file_config
+from components.settings import PROJECT, SECRET_KEYS, StackSettings
+from tools.stack_files import SHIPPED_STACKS, declared_config, stack_file_config
 
 TYPES = {"string": str, "integer": int, "boolean": bool, "array": list, "object": dict}
 

@@ -38,10 +38,9 @@ from common import REPO_ROOT
 from common.credentials import MASK
 from components import live
 from components.credentials_digest import credentials_digest
-from components.settings import qualified_stack_name
+from components.settings import PROJECT, qualified_stack_name
 from tools.stack_files import (
     ORGANIZATION,
-    PROJECT,
     SECRET_PLACEHOLDER,
     SHARED_STACK,
     cli_config,

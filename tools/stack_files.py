@@ -34,8 +34,8 @@ import yaml
 from common import REPO_ROOT
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
 from common.yaml_input import check_composed, check_nesting
+from components.settings import PROJECT
 
-PROJECT = "cosmos3-nano-reasoner"
 SHIPPED_STACKS = ("dev", "shared", "round-robin", "session-affinity")
 ORGANIZATION = "organization"
 """The organization of a DIY backend (Pulumi Cloud uses your own); the shipped stacks assume it."""

@@ -23,11 +23,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from components.names import MAIN_CONTAINER
 from testenv.crd import GRAPH_KIND
 
 API_SERVER = "api-server"
 ADMISSION = "operator-admission"
-MAIN_CONTAINER = "main"
 
 PathPart = str | int
 Manifest = Mapping[str, Any]

@@ -33,10 +33,11 @@ from common.confined_paths import name_problem
 from common.credentials import mask, mask_values
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
+from components.settings import PROJECT
 from stages.errors import StageFailed
 
 UNKNOWN_COMMIT = "unknown"
-DEFAULT_PREFIX = "cosmos3-nano-reasoner"
+DEFAULT_PREFIX = PROJECT
 SEGMENT_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 Segment = Annotated[str, StringConstraints(pattern=SEGMENT_PATTERN)]
