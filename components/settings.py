@@ -16,6 +16,7 @@ from pydantic.alias_generators import to_camel
 
 from components.config_rules import (
     Affinity,
+    AffinityTtl,
     Command,
     ContextName,
     Count,
@@ -46,13 +47,7 @@ from components.config_rules import (
     WorkerGpus,
     WorkerReplicas,
 )
-from components.routing import (
-    MAX_AFFINITY_TTL_SECONDS,
-    MIN_AFFINITY_TTL_SECONDS,
-    Routing,
-    RoutingProfile,
-    routing_for,
-)
+from components.routing import Routing, RoutingProfile, routing_for
 
 PROJECT = "cosmos3-nano-reasoner"
 SECRET_KEYS = frozenset({"ngcApiKey", "registryPassword"})
@@ -100,9 +95,7 @@ class StackSettings(BaseModel):
     model_download_timeout_seconds: Count
 
     profile: RoutingProfile
-    session_affinity_ttl_seconds: Annotated[
-        int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)
-    ]
+    session_affinity_ttl_seconds: AffinityTtl
     graph_ready_timeout_seconds: Count
     graph_update_timeout_seconds: Count
 

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from components.routing import RoutingProfile, routing_for
+from components.config_rules import AffinityTtl
+from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import EngineSpeed
 from lab.time_scale import LAB_REFERENCE_CORES
@@ -57,7 +58,7 @@ class LabSweep(BaseModel):
     output_tokens: int = Field(gt=0)
     concurrencies: tuple[int, ...] = Field(min_length=1)
     waves: float = Field(default=2.0, gt=0)
-    affinity_ttl_seconds: int = Field(default=300, gt=0)
+    affinity_ttl_seconds: AffinityTtl = RECIPE_AFFINITY_TTL_SECONDS
     turn_jitter_ms: float = Field(default=0.0, ge=0)
     seed: int = 42
 

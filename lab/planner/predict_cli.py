@@ -23,7 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from common.confined_paths import write_file
-from components.routing import MAX_AFFINITY_TTL_SECONDS, RoutingProfile
+from components.routing import (
+    MAX_AFFINITY_TTL_SECONDS,
+    RECIPE_AFFINITY_TTL_SECONDS,
+    RoutingProfile,
+)
 from lab.graph import MAX_WORKERS
 from lab.planner.calibration import Calibration, calibrate
 from lab.planner.capacity import plan_capacity
@@ -84,14 +88,15 @@ def _sweep(
         output_tokens=args.output_tokens or calibration.output_tokens,
         concurrencies=args.concurrency or (measured or RECIPE_TABLE).concurrencies,
         waves=args.waves,
-        affinity_ttl_seconds=args.affinity_ttl or 300,
+        affinity_ttl_seconds=args.affinity_ttl or RECIPE_AFFINITY_TTL_SECONDS,
         turn_jitter_ms=args.turn_jitter_ms,
     )
 
 
 def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
     ours = (sweep.workers, sweep.questions, sweep.output_tokens, sweep.affinity_ttl_seconds)
-    recipe = (RECIPE_TABLE.workers, RECIPE_TABLE.questions, RECIPE_TABLE.output_tokens, 300)
+    recipe_ttl = RECIPE_AFFINITY_TTL_SECONDS
+    recipe = (RECIPE_TABLE.workers, RECIPE_TABLE.questions, RECIPE_TABLE.output_tokens, recipe_ttl)
     return RECIPE_TABLE if ours == recipe else None
 
 
@@ -175,7 +180,7 @@ WHAT_IF: dict[str, dict[str, Any]] = {
     "--output-tokens": positive_integer_option(MAX_TOKENS),
     "--affinity-ttl": {
         **positive_integer_option(MAX_AFFINITY_TTL_SECONDS),
-        "help": "seconds (default 300)",
+        "help": f"seconds (default {RECIPE_AFFINITY_TTL_SECONDS})",
     },
     "--concurrency": {**concurrency_option(), "help": "e.g. 1,2,4,8,16"},
     "--waves": {
