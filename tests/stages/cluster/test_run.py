@@ -384,7 +384,15 @@ def test_results_from_a_pods_log_are_what_the_report_reads(tmp_path: Path) -> No
 
     markdown = write_report(other, results, tmp_path / "report")
 
-    assert "| 2 |" in markdown
+    (level,) = results.levels
+    first, second = ([c.strip() for c in row.split("|")[1:-1]] for row in level_rows(markdown, 2))
+    assert (first[2], first[5]) == (f"{level.requests_per_second:.2f}", "34 ms")  # the affinity
+    assert second[-1] == f"{level.request_count}/{level.error_count}" == "9/0"
+
+
+def level_rows(markdown: str, concurrency: int) -> list[str]:
+    """The report's table rows of one concurrency level (one in each table)."""
+    return [line for line in markdown.splitlines() if line.startswith(f"| {concurrency} |")]
 
 
 def test_a_failure_message_shows_exports_as_one_line(tmp_path: Path) -> None:
