@@ -4,10 +4,10 @@ frontends when it has more than one.
 Without one, a node drain (a cluster upgrade, an autoscaler scaling nodes down) may evict every
 worker at once, and the graph serves nothing until each has loaded the model again. The budget
 selects the worker pods by the labels the Dynamo operator puts on them
-(reference/dynamo-cosmos3-facts.md 2.2, the same the monitor selects by), so it follows the pods
+(the operator's `generateLabels`, the same the monitor selects by), so it follows the pods
 of every rolling-update generation. It is not the DGD's own `minAvailable`, which only Grove's
-gang scheduling reads, is immutable, and is an error on other schedulers (facts, component
-fields).
+gang scheduling reads, is immutable, and is an error on other schedulers (the CRD's description
+of the component's `minAvailable`).
 
 One frontend gets no budget: none can both keep its one pod and let a drain finish. Several
 (`frontendReplicas`) get one that lets one go at a time, so a drain never takes every frontend

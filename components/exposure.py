@@ -4,13 +4,13 @@ hashing on the session header that more than one frontend replica needs (`fronte
 Pure builders, then the component; docs/deploying.md, "Exposing the frontend", says what each
 creates and what cannot be verified here.
 
-Our Service selects the graph's frontend pods by the labels the Dynamo operator puts on them
-(reference/dynamo-cosmos3-facts.md 2.2) and targets their port `http`; the Ingress and the
-HTTPRoute send to the operator's own frontend Service, port 8000 (2.1). Why hashing: each frontend
-process keeps its own session-to-worker table, synchronised across replicas only best-effort
-(Dynamo 1.6.1 does; the NIM's bundled runtime UNCERTAIN), so two frontends behind a balancer that
-spreads requests may split one session between two tables (ai-dynamo/dynamo #11035, #11217,
-#10883). `dynamo-sync` relies on the synchronisation instead (docs/lab.md measured it).
+Our Service selects the graph's frontend pods by the labels the Dynamo operator puts on them (its
+`graph.go` `generateLabels`) and targets their port `http`; the Ingress and the HTTPRoute send to
+the operator's own frontend Service, `<graph>-frontend` port 8000 (`names.FRONTEND_PORT`). Why
+hashing: each frontend process keeps its own session-to-worker table, synchronised across replicas
+only best-effort (Dynamo 1.6.1 does; the NIM's bundled runtime UNCERTAIN), so two frontends behind a
+balancer that spreads requests may split one session between two tables (ai-dynamo/dynamo #11035,
+#11217, #10883). `dynamo-sync` relies on the synchronisation instead (docs/lab.md measured it).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Grafana dashboard as a ConfigMap. Pure builders, then the component; docs/config
 "Monitoring", says where each port, label and metric name comes from and what is UNCERTAIN.
 
 The targets are found by the labels the Dynamo operator puts on the graph's pods
-(reference/dynamo-cosmos3-facts.md 2.2) and scraped on the ports it gives them (2.1, 2.3): the
+(its `graph.go` `generateLabels`) and scraped on the ports it gives them (`component_*.go`): the
 frontend's `http` (8000) and each worker's `system` (9090), both at /metrics. Relabeling copies
 the graph's name and the component type onto every target, so the queries below tell this graph's
 frontend and workers from any other graph's in the namespace. Every metric they name is one the

@@ -31,16 +31,16 @@ FRONTEND_PORT = 8000
 """The operator gives a frontend component's Service port `http` 8000."""
 WORKER_SYSTEM_PORT = 9090
 """The operator gives a worker's container the port `system` 9090, where its /metrics is
-(reference/dynamo-cosmos3-facts.md 2.1, 2.3)."""
+(the operator's `component_worker.go` and `consts.go`)."""
 GRAPH_LABEL = "nvidia.com/dynamo-graph-deployment-name"
 COMPONENT_TYPE_LABEL = "nvidia.com/dynamo-component-type"
 """Two of the labels the operator puts on a graph's pods: the graph's name, and `frontend` or
-`worker` (reference/dynamo-cosmos3-facts.md 2.2)."""
+`worker` (the operator's `consts.go` and `graph.go` `generateLabels`)."""
 SERVED_MODEL = "nvidia/cosmos3-nano-reasoner"
 """The model id the Cosmos3 NIM serves for the Nano Reasoner, so what the frontend lists in
-/v1/models: reference/dynamo-cosmos3-facts.md section 4.2 ("Served model id"), from third-party
-sources and the reasoner 1.7.0 docs. No source shows a way to rename it (no NIM env var, no
-NIM_DYNAMO_ARGS key for it), so it is no config; the stages still read it from the outputs."""
+/v1/models: the recipe's "Verify" step says the response lists it (NVIDIA's Dynamo docs, "Cosmos3
+Nano Reasoner"), as do the reasoner 1.7.0 docs. No source shows a way to rename it (no NIM env var,
+no NIM_DYNAMO_ARGS key for it), so it is no config; the stages still read it from the outputs."""
 
 
 def graph_name(profile: RoutingProfile) -> str:

@@ -3,8 +3,8 @@
 `tools.validate`; ADMISSION: a rule of the Dynamo operator's validating webhook, here).
 
 The webhook (ai-dynamo/dynamo `deploy/operator/internal/webhook/validation/`) refuses more than the
-CRD's schema and CEL rules do; these are the ones that apply to what this program renders, as
-recorded in ../shared/reference/dynamo-cosmos3-facts.md section 1.3:
+CRD's schema and CEL rules do; these are the ones that apply to what this program renders, as read
+in that source:
 
 * main-container: every component's podTemplate has a container named `main` with a non-empty
   image. The operator merges its defaults into `main` (a strategic merge by name) and refuses new

@@ -1,10 +1,10 @@
 """A measured A/B table, one row per concurrency level: the recipe's, or the user's own.
 
-The recipe's table (`RECIPE_TABLE`) is copied from its "Measured performance" section
-(`../shared/reference/seed-cosmos3-nano-reasoner-recipe.txt`): eight H200 workers, 200 videos
-x 20 questions, 128 output tokens, one run. It publishes requests/s and TTFT p50 for every level,
-and TTFT p95, request-latency p50 and output tokens/s for concurrency 16 only. A user's own table
-comes from the `results.json` files the perf stage wrote for both profiles
+The recipe's table (`RECIPE_TABLE`) is copied from its "Measured performance" section (NVIDIA's
+Dynamo docs, "Cosmos3 Nano Reasoner"; ai-dynamo/dynamo `recipes/cosmos3-nano-reasoner/`): eight H200
+workers, 200 videos x 20 questions, 128 output tokens, one run. It publishes requests/s and TTFT p50
+for every level, and TTFT p95, request-latency p50 and output tokens/s for concurrency 16 only. A
+user's own table comes from the `results.json` files the perf stage wrote for both profiles
 (`MeasuredTable.from_results`).
 """
 

@@ -3,7 +3,7 @@
 The SDK's `PulumiCommand.run` starts the CLI in our process group and reads it through pipes. A
 Ctrl-C then reaches both at once: the CLI starts cancelling while the SDK's output thread dies on
 its closed pipe, the CLI dies on its closed stdout mid-cancel, and the stack is left locked, the
-graph deployed (seen on the real tier, ../shared/reference/real-engine.md section 6). Here:
+graph deployed (seen on the real tier; `tests/real/test_ab_interrupts.py` now holds it). Here:
 
 - the CLI leads a process group of its own, so a Ctrl-C at the terminal (sent to the foreground
   group), or a SIGTERM to ours (the stage commands turn it into an interrupt), reaches this

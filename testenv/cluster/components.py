@@ -1,9 +1,9 @@
 """The command line of each control-plane component, every address it listens on set to loopback.
 
-etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, with the flags
-../shared/reference/real-engine.md section 5 found necessary on 1.37.2 (each one is said where it
-matters). Every port is a free one reserved at `up` (common/ports.py); nothing binds a wildcard
-address. kwok is given no `--server-address`, so it serves nothing at all.
+etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, with the flags found
+necessary on 1.37.2 (each one is said where it matters). Every port is a free one reserved at `up`
+(common/ports.py); nothing binds a wildcard address. kwok is given no `--server-address`, so it
+serves nothing at all.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@ every shipped stack, and fails on a violation planted in the project copy's prog
 
 `policy/analyzer` is the pack as an executable analyzer, which the CLI starts itself (no language
 host in between): the local tier's Python language host (sdk v3.68.0) cannot run a pack directory
-(../shared/reference/real-engine.md section 4)."""
+(docs/engine.md, "What the old Python language host cannot do")."""
 
 from __future__ import annotations
 
