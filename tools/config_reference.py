@@ -1,11 +1,10 @@
 """The configuration reference in docs/configuration.md, generated from Pulumi.yaml's declarations.
 
-    python -m tools.config_reference      # prints the Markdown table
-    python -m tools.readme_sync           # rewrites the generated block in docs/configuration.md
-    python -m tools.readme_sync --check   # exit 1 when docs/configuration.md is out of date
+    python -m tools.config_reference            # rewrites the generated block in the page
+    python -m tools.config_reference --check    # exit 1 when docs/configuration.md is out of date
+    python -m tools.config_reference --print    # prints the Markdown table
 
-A test compares that page with this output, so the reference cannot drift from Pulumi.yaml. The
-name `readme_sync` is older than the page (the table used to live in README.md).
+A test compares that page with this output, so the reference cannot drift from Pulumi.yaml.
 """
 
 from __future__ import annotations
@@ -53,13 +52,17 @@ def synced(text: str) -> str:
 
 
 def sync(argv: list[str]) -> int:
-    """`python -m tools.readme_sync [--check]`: rewrite the page's block, or check it."""
+    """`python -m tools.config_reference [--check | --print]`: rewrite the page's block, check it,
+    or print the table."""
+    if "--print" in argv:
+        print(reference_table())
+        return 0
     text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
     if "--check" in argv:
         if synced(text) != text:
             print(
                 "docs/configuration.md configuration reference is stale: "
-                "run python -m tools.readme_sync",
+                "run python -m tools.config_reference",
                 file=sys.stderr,
             )
             return 1
@@ -67,10 +70,10 @@ def sync(argv: list[str]) -> int:
     try:  # a link there (a clone may carry one) is refused, never written through
         write_inside(REPO_ROOT, PAGE, synced(text))
     except OutputFolderError as error:
-        print(f"tools.readme_sync: {error}", file=sys.stderr)
+        print(f"tools.config_reference: {error}", file=sys.stderr)
         return 2
     return 0
 
 
 if __name__ == "__main__":
-    print(reference_table())
+    sys.exit(sync(sys.argv[1:]))

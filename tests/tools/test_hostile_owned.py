@@ -1,5 +1,5 @@
 """The user's tools own only what they wrote (issue 30, family `owned`): `tools.render`,
-`tools.golden --update`, `tools.engine_goldens --update` and `tools.readme_sync` against a
+`tools.golden --update`, `tools.engine_goldens --update` and `tools.config_reference` against a
 marker listing names outside their folder (the issue's golden marker with `../../.ssh/...`),
 links where they write (a clone may carry any), a lock that is a link, and a folder the render
 made for a parent. A user's home is planted beside each folder (`tests.planted`): afterwards it
@@ -190,7 +190,7 @@ def test_engine_goldens_never_write_through_a_link(
     assert status == 2 and f"{golden_file} is a symbolic link" in err, err
 
 
-def test_readme_sync_never_writes_through_a_link(
+def test_the_config_reference_never_writes_through_a_link(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     home, clone = UserHome(tmp_path), tmp_path / "clone"

@@ -69,7 +69,9 @@ def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
 
     assert config_reference.TARGET.parts[-2:] == ("docs", "configuration.md")
     text = config_reference.TARGET.read_text()
-    assert config_reference.synced(text) == text, "run: .venv-dev/bin/python -m tools.readme_sync"
+    assert config_reference.synced(text) == text, (
+        "run: .venv-dev/bin/python -m tools.config_reference"
+    )
 
 
 @pytest.mark.parametrize(
