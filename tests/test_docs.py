@@ -22,10 +22,10 @@ from urllib.parse import unquote
 
 import pytest
 
+from common import REPO_ROOT as ROOT
 from stages.errors import EXIT_STATUSES
 
 THIS_FILE = Path(__file__).resolve()
-ROOT = THIS_FILE.parent.parent
 README_MAX_LINES = 250
 MARKDOWN = ("*.md",)
 CODE = ("*.py", "*.sh", "*.yml", "*.yaml", "*.toml", "Makefile", ".importlinter", ".ci/run")

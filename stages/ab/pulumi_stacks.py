@@ -74,7 +74,7 @@ class PulumiStacks:
     """The project's stacks, driven through Pulumi's Automation API (the `pulumi` executable)."""
 
     work_dir: Path
-    """The Pulumi project (where Pulumi.yaml is): /work/main in real use."""
+    """The Pulumi project (where Pulumi.yaml is): the clone's root in real use."""
     say: Callable[[str], None]
     """Progress lines."""
     pulumi_root: Path | None = None
