@@ -3,6 +3,12 @@
 A self-contained stack (dev, or the shared layer stack) creates namespace, secrets, model cache and
 download itself; a profile stack on a shared layer reads them from that stack and adds only its
 DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
+
+Components take `depends_on` as an argument and hand it to the objects inside, rather than in their
+own `opts`: the engine records a dependency on the resource that declares it, and a component's is
+not passed to its children (the Python SDK's `Resource` takes a parent's providers, protect and
+transformations, not its dependencies), so the Job's and the graph's own records would lack what
+orders their updates and deletes (`pulumi destroy`, `--target-dependents`).
 """
 
 from __future__ import annotations
