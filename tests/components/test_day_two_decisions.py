@@ -18,7 +18,7 @@ from components.model_download import download_failure, live_job_notes, past_dea
 from components.outputs import SharedLayerError, shared_layer_from_outputs
 from components.provider import provider_options
 from components.readiness import Outcome, Verdict, WaitFailed
-from tests.components.test_settings import parse
+from tests.components.support import parse
 from tools.offline import shared_layer_outputs
 from tools.stack_files import SHARED_STACK
 

@@ -3,8 +3,8 @@ tolerations for the workers, the frontend and the download Job. Each lands in it
 when set, each bad value is refused naming its key, and the Job takes the workers' placement for
 every field of its own left empty.
 
-The values here are the real tier's too (tests/real/test_placement.py): there the API server
-judges them, the bad ones refused by it as by the config check."""
+The values (tests/components/support.py) are the real tier's too (tests/real/test_placement.py):
+there the API server judges them, the bad ones refused by it as by the config check."""
 
 from __future__ import annotations
 
@@ -18,145 +18,21 @@ from components.graph_manifest import graph_deployment
 from components.layer_manifests import model_download_job
 from components.recipe_args import download_args, graph_args, own_layer
 from components.settings import StackSettings
-from tests.components.test_settings import P, parse, refused
-
-Manifest = dict[str, Any]
-
-GPU_NODES = {
-    "nodeAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": {
-            "nodeSelectorTerms": [
-                {
-                    "matchExpressions": [
-                        {
-                            "key": "nvidia.com/gpu.product",
-                            "operator": "In",
-                            "values": ["NVIDIA-H200"],
-                        }
-                    ]
-                }
-            ]
-        }
-    }
-}
-ONE_WORKER_PER_NODE = {
-    "podAntiAffinity": {
-        "preferredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "weight": 100,
-                "podAffinityTerm": {
-                    "labelSelector": {
-                        "matchLabels": {"nvidia.com/dynamo-component-type": "worker"}
-                    },
-                    "topologyKey": "kubernetes.io/hostname",
-                },
-            }
-        ]
-    }
-}
-NEAR_THE_WORKERS = {
-    "podAffinity": {
-        "requiredDuringSchedulingIgnoredDuringExecution": [
-            {
-                "labelSelector": {
-                    "matchExpressions": [
-                        {"key": "app.kubernetes.io/name", "operator": "Exists"},
-                        {"key": "tier", "operator": "NotIn", "values": ["batch", ""]},
-                    ]
-                },
-                "namespaces": ["cosmos3-dev"],
-                "namespaceSelector": {},
-                "topologyKey": "topology.kubernetes.io/zone",
-                "matchLabelKeys": ["pod-template-hash"],
-                "mismatchLabelKeys": ["tenant"],
-            }
-        ]
-    },
-    "nodeAffinity": {
-        "preferredDuringSchedulingIgnoredDuringExecution": [
-            {"weight": 1, "preference": {"matchExpressions": [{"key": "cpu", "operator": "Gt", "values": ["32"]}]}},
-            {"weight": 50, "preference": {"matchFields": [{"key": "metadata.name", "operator": "NotIn", "values": ["node-1"]}]}},
-            {"weight": 5, "preference": {"matchExpressions": [{"key": "pool", "operator": "In", "values": ["not a label value!"]}]}},
-        ]
-    },
-}  # fmt: skip
-
-GOOD_AFFINITIES = [GPU_NODES, ONE_WORKER_PER_NODE, NEAR_THE_WORKERS, {"podAntiAffinity": {}}]
-
-_REQUIRED = ["nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution"]
-
-
-def _node_terms(*terms: Any) -> Manifest:
-    return {"nodeAffinity": {_REQUIRED[1]: {"nodeSelectorTerms": list(terms)}}}
-
-
-def _expression(**fields: Any) -> Manifest:
-    return _node_terms({"matchExpressions": [fields]})
-
-
-def _pod_term(**fields: Any) -> Manifest:
-    return {"podAffinity": {_REQUIRED[1]: [fields]}}
-
-
-TERM = "nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0]"
-EXPRESSION = f"{TERM}.matchExpressions[0]"
-POD_TERM = "podAffinity.requiredDuringSchedulingIgnoredDuringExecution[0]"
-
-BAD_AFFINITIES: list[tuple[Manifest, str, str]] = [
-    # (affinity, where the problem is, what the message says): the API server refuses each in a
-    # pod template (tests/real/test_placement.py shows it does).
-    (_node_terms(), f"{_REQUIRED[0]}.{_REQUIRED[1]}.nodeSelectorTerms", "at least one"),
-    (_expression(key="pool", operator="Near", values=["a"]), f"{EXPRESSION}.operator", "not a valid selector operator"),
-    (_expression(key="pool", operator="In"), f"{EXPRESSION}.values", "must be specified when"),
-    (_expression(key="pool", operator="Exists", values=["a"]), f"{EXPRESSION}.values", "may not be specified"),
-    (_expression(key="pool", operator="Gt", values=["1", "2"]), f"{EXPRESSION}.values", "single value"),
-    (_expression(key="bad key!", operator="Exists"), f"{EXPRESSION}.key", "name part"),
-    (_expression(key="pool", operator="In", values=["not a label value!"]), f"{EXPRESSION}.values[0]", "alphanumeric"),
-    (_node_terms({"matchFields": [{"key": "metadata.labels", "operator": "In", "values": ["a"]}]}), f"{TERM}.matchFields[0].key", "not a valid field selector key"),
-    (_node_terms({"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["a", "b"]}]}), f"{TERM}.matchFields[0].values", "only one value"),
-    ({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 0, "preference": {}}]}}, "preferredDuringSchedulingIgnoredDuringExecution[0].weight", "range 1-100"),
-    (_pod_term(labelSelector={}), f"{POD_TERM}.topologyKey", "is required"),
-    (_pod_term(topologyKey=""), f"{POD_TERM}.topologyKey", "can not be empty"),
-    (_pod_term(topologyKey="bad key!"), f"{POD_TERM}.topologyKey", "name part"),
-    (_pod_term(topologyKey="zone", namespaces=["Bad_NS"]), f"{POD_TERM}.namespaces[0]", "RFC 1123 label"),
-    (_pod_term(topologyKey="zone", labelSelector={"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]}), f"{POD_TERM}.labelSelector.matchExpressions[0].operator", "not a valid selector operator"),
-    (_pod_term(topologyKey="zone", labelSelector={"matchLabels": {"a": "b c"}}), f"{POD_TERM}.labelSelector.matchLabels", "alphanumeric"),
-    (_pod_term(topologyKey="zone", matchLabelKeys=["pod-template-hash"]), f"{POD_TERM}.matchLabelKeys", "labelSelector is not set"),
-    (_pod_term(topologyKey="zone", labelSelector={}, matchLabelKeys=["a"], mismatchLabelKeys=["a"]), f"{POD_TERM}.matchLabelKeys[0]", "both matchLabelKeys and mismatchLabelKeys"),
-    ({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 101, "podAffinityTerm": {"topologyKey": "zone"}}]}}, "podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].weight", "range 1-100"),
-    ({"podAntiAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}, "podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm", "is required"),
-    ({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": "50", "preference": {}}]}}, "preferredDuringSchedulingIgnoredDuringExecution[0].weight", "must be an integer"),
-    ({"nodeAfinity": {}}, "nodeAfinity", "unknown field"),
-    ({"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"topologyKey": "zone"}}}, "podAffinity.requiredDuringSchedulingIgnoredDuringExecution", "must be a list"),
-    (_expression(key="pool", operator="In", values=[8]), f"{EXPRESSION}.values[0]", "must be a string"),
-]  # fmt: skip
-
-STRICTER_AFFINITIES: list[tuple[Manifest, str, str]] = [
-    # Refused here though the API server takes it in a Job's pod template: a pod made from it
-    # would be refused once the API server merges matchLabelKeys into its selector, and the DGD's
-    # schema requires `preference`; a null the API server reads as "not set" is a mistake.
-    (_pod_term(topologyKey="zone", labelSelector={"matchLabels": {"a": "b"}}, matchLabelKeys=["a"]), f"{POD_TERM}.matchLabelKeys[0]", "both matchLabelKeys and labelSelector"),
-    ({"nodeAffinity": {"preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 1}]}}, "preferredDuringSchedulingIgnoredDuringExecution[0].preference", "is required"),
-    ({"podAffinity": None}, "podAffinity", "must not be null"),
-]  # fmt: skip
-
-PREFIXES = ("worker", "frontend", "modelDownload")
-
-BAD_NAMES: list[tuple[str, str | list[str], str]] = [
-    # (key suffix, value, what the message says)
-    ("PriorityClassName", "High_Priority", "RFC 1123 subdomain"),
-    ("PriorityClassName", "a" * 254, "no more than 253"),
-    ("RuntimeClassName", "Nvidia", "RFC 1123 subdomain"),
-    ("RuntimeClassName", "nvidia\n", "RFC 1123 subdomain"),
-    ("NodeSelector", ["pool"], "key=value"),
-    ("Tolerations", ["pool:Sometimes"], "NoSchedule"),
-]
-STRICTER_NAMES: list[tuple[str, str, str]] = [
-    # The API server takes any schedulerName; no scheduler answers to these.
-    ("SchedulerName", "kai/scheduler", "may not contain '/'"),
-    ("SchedulerName", "..", "may not be '..'"),
-    ("SchedulerName", "kai scheduler", "whitespace"),
-]
+from tests.components.support import (
+    BAD_AFFINITIES,
+    BAD_NAMES,
+    GOOD_AFFINITIES,
+    GPU_NODES,
+    NEAR_THE_WORKERS,
+    ONE_WORKER_PER_NODE,
+    PREFIXES,
+    STRICTER_AFFINITIES,
+    STRICTER_NAMES,
+    Manifest,
+    P,
+    parse,
+    refused,
+)
 
 
 def objects(settings: StackSettings) -> tuple[Manifest, Manifest, Manifest]:

@@ -11,24 +11,15 @@ from components import settings as settings_module
 from components.config_checks import CrossCheck
 from components.config_parser import ConfigError, declared_keys, parse_stack_config
 from components.settings import QUIET_KEYS, StackSettings
-from tests.support import stack_settings
+from tests.components.support import (
+    INT32_MAX,
+    LEGAL_EDGES,
+    TESTERS_ACCEPTED_BUT_INVALID,
+    P,
+    parse,
+    refused,
+)
 from tools.stack_files import cli_config, example_site_for
-
-P = "cosmos3-nano-reasoner"
-
-
-def parse(
-    stack: str = "dev", secrets: dict[str, str] | None = None, **overrides: Any
-) -> StackSettings:
-    return stack_settings(
-        stack, {"ngcApiKey": "nvapi-x"} if secrets is None else secrets, **overrides
-    )
-
-
-def refused(match: str, **kwargs: Any) -> str:
-    with pytest.raises(ConfigError, match=match) as caught:
-        parse(**kwargs)
-    return str(caught.value)
 
 
 def test_shipped_dev_stack_parses_into_typed_settings() -> None:
@@ -182,26 +173,7 @@ def test_all_problems_are_reported_at_once() -> None:
 
 
 # --- the Kubernetes API server's rules, key by key (components/k8s_values.py) -------------------
-
-INT32_MAX = 2**31 - 1
-
-TESTERS_ACCEPTED_BUT_INVALID = [
-    # The 14 values a tester found accepted, whose manifests the API server rejects.
-    ({"modelCacheStorageClass": "rwx nfs"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
-    ({"modelCacheStorageClass": "RWX-NFS"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
-    ({"modelCacheSize": "0"}, "modelCacheSize", "greater than zero"),
-    ({"workerReplicas": INT32_MAX + 1}, "workerReplicas", "must be at most 5000"),
-    ({"workerReplicas": 10**20}, "workerReplicas", "must be at most 5000"),
-    ({"workerNodeSelector": ["bad key!=x"]}, "workerNodeSelector[0]", "key name part"),
-    ({"workerNodeSelector": ["k=" + "v" * 100]}, "workerNodeSelector[0]", "no more than 63"),
-    ({"workerNodeSelector": ["gpu=bad value!"]}, "workerNodeSelector[0]", "value must be"),
-    ({"workerTolerations": ["=v:NoSchedule"]}, "workerTolerations[0]", "Equal needs a key"),
-    ({"workerTolerations": ["k=v=w:NoSchedule"]}, "workerTolerations[0]", "value must be"),
-    ({"workerTolerations": ["a:b:NoSchedule"]}, "workerTolerations[0]", "exactly one ':'"),
-    ({"workerTolerations": ["bad key!:NoSchedule"]}, "workerTolerations[0]", "key name part"),
-    ({"workerExtraEnv": ["FOO\n=1"]}, "workerExtraEnv[0]", "the name before '='"),
-    ({"workerExtraEnv": ["FOO"]}, "workerExtraEnv[0]", "must be NAME=value"),
-]
+# The tester's values and the legal edges are the real tier's too: tests/components/support.py.
 
 MORE_BAD_VALUES = [
     ({"namespace": "ns\n"}, "namespace", "RFC 1123 label"),
@@ -279,49 +251,6 @@ def test_registry_values_are_checked_too() -> None:
     assert f"{P}:registryServer: must contain no whitespace" in message
     assert f"{P}:registryUsername: must not contain ':'" in message
     assert "robot:1" not in message, "registryUsername is never shown"
-
-
-LEGAL_EDGES = [
-    # Values at the edge of a rule that the API server accepts, and so must the program.
-    {"namespace": "a"},
-    {"namespace": "a" * 63},
-    {"namespace": "0-9"},
-    {"modelCacheClaim": "c" * 63},
-    {"modelCacheStorageClass": "a"},
-    {"modelCacheStorageClass": ".".join(["b" * 63] * 3) + "." + "c" * 61},
-    {"modelCacheStorageClass": "rwx.nfs-1"},
-    {"modelCacheSize": "1"},
-    {"modelCacheSize": "0.5Gi"},
-    {"modelCacheSize": "1e3"},
-    {"modelCacheSize": "+200Gi"},
-    {"modelCacheSize": "7Ei"},
-    {"workerCpu": "500m"},
-    {"workerCpu": "1n"},
-    {"workerCpu": ".5"},
-    {"workerMemory": "96G"},
-    {"workerSharedMemorySize": "1E"},
-    {"workerReplicas": 5000, "workerGpus": 16},
-    {"workerGpus": 8},
-    {"modelDownloadGpus": 0},
-    {"modelDownloadTimeoutSeconds": INT32_MAX, "graphReadyTimeoutSeconds": 1},
-    {"graphUpdateTimeoutSeconds": 1},
-    {"graphUpdateTimeoutSeconds": INT32_MAX},
-    {"sessionAffinityTtlSeconds": 31_536_000, "profile": "session-affinity"},
-    {"workerNodeSelector": ["nvidia.com/gpu.product=NVIDIA-H200"]},
-    {"workerNodeSelector": ["example.com/empty="]},
-    {"workerNodeSelector": ["k=" + "v" * 63, "A_b.c=Z"]},
-    {"workerNodeSelector": ["b" * 253 + "/" + "n" * 63 + "=x"]},
-    {"workerTolerations": ["nvidia.com/gpu:NoSchedule"]},
-    {"workerTolerations": ["dedicated=gpu:PreferNoSchedule", "k=:NoExecute"]},
-    {"workerTolerations": [":NoSchedule"]},
-    {"workerExtraEnv": ["NIM_LOG_LEVEL=DEBUG"]},
-    {"workerExtraEnv": ["FOO=", "BAR=a=b", "my.env-name=x", "_X=1", "-Y=2"]},
-    {"workerExtraEnv": ["MULTI=line1\nline2", "UNICODE=žluťoučký kůň"]},
-    {"workerExtraEnv": ["NIM_MAX_NUM_BATCHED_TOKENS=8192", "NIM_CACHE_PATH=/x"]},
-    {"nimModelProfile": "a" * 256},
-    {"workerImage": "nvcr.io/nim/nvidia/cosmos3@sha256:" + "0" * 64},
-    {"kubeContext": "arn:aws:eks:us-east-1:123:cluster/h200 prod"},
-]
 
 
 @pytest.mark.parametrize("overrides", LEGAL_EDGES)

@@ -179,25 +179,67 @@ def test_a_long_module_without_a_reason_fails(tmp_path: Path) -> None:
     )
 
 
-def conftest_imports(root: Path) -> list[str]:
-    """Test modules that import from a `conftest.py`. A conftest holds fixtures, which pytest
-    finds by name; what test modules import lives in a `support.py` beside it."""
+def not_to_import(module: str, relative: bool = False) -> bool:
+    """A conftest anywhere, or a test module of tests/ (`tests.<...>.test_*`, or relative)."""
+    parts = module.split(".")
+    in_tests = relative or parts[0] == "tests"
+    return module.endswith("conftest") or (in_tests and parts[-1].startswith("test_"))
+
+
+def imports_of_conftests_or_test_modules(root: Path) -> list[str]:
+    """Modules under tests/ that import from a `conftest.py` or from a test module. A conftest
+    holds fixtures, which pytest finds by name; a test module holds tests, and a `test_*` name
+    imported from it is collected twice. What test modules share lives in a support module
+    beside them (`support.py`, or another name not starting with `test_`)."""
     found = []
     for path in sorted((root / "tests").rglob("*.py")):
+        where = path.relative_to(root)
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").endswith("conftest"):
-                found.append(f"{path.relative_to(root)}: from {node.module} import ...")
+            if isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                if not_to_import(node.module or "", relative=node.level > 0):
+                    found.append(f"{where}: from {module} import ...")
+                found += [
+                    f"{where}: from {module} import {alias.name}"
+                    for alias in node.names
+                    if (node.level > 0 or module.split(".")[0] == "tests")
+                    and not_to_import(alias.name, relative=True)
+                ]
+            elif isinstance(node, ast.Import):
+                found += [
+                    f"{where}: import {alias.name}"
+                    for alias in node.names
+                    if not_to_import(alias.name)
+                ]
     return found
 
 
-def test_no_test_imports_a_conftest() -> None:
-    assert conftest_imports(REPO_ROOT) == []
+def test_no_module_imports_a_conftest_or_a_test_module() -> None:
+    assert imports_of_conftests_or_test_modules(REPO_ROOT) == [], (
+        "move what test modules share into a support module beside them (tests/<...>/support.py)"
+    )
 
 
-def test_an_import_of_a_conftest_is_found(tmp_path: Path) -> None:
-    (tmp_path / "tests").mkdir()
-    (tmp_path / "tests" / "test_x.py").write_text("from tests.conftest import NGC_KEY\n")
-    assert conftest_imports(tmp_path) == ["tests/test_x.py: from tests.conftest import ..."]
+def test_an_import_of_a_conftest_or_a_test_module_is_found(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "x").mkdir(parents=True)
+    (tmp_path / "tests" / "test_a.py").write_text("from tests.conftest import NGC_KEY\n")
+    (tmp_path / "tests" / "test_b.py").write_text("from tests.x.test_y import steps\n")
+    (tmp_path / "tests" / "x" / "test_c.py").write_text(
+        "import tests.x.test_y\nimport tests.x.test_z as z, tests.x.support\n"
+        "from tests.x import support, test_y\nfrom .test_z import steps\n"
+    )
+    (tmp_path / "tests" / "x" / "test_d.py").write_text(
+        "from tests.x.support import steps\nfrom tests.x import support\nimport tests.support\n"
+        "from tests.x.testing import tools\nfrom . import support as s\nimport test_utils\n"
+    )
+    assert imports_of_conftests_or_test_modules(tmp_path) == [
+        "tests/test_a.py: from tests.conftest import ...",
+        "tests/test_b.py: from tests.x.test_y import ...",
+        "tests/x/test_c.py: import tests.x.test_y",
+        "tests/x/test_c.py: import tests.x.test_z",
+        "tests/x/test_c.py: from tests.x import test_y",
+        "tests/x/test_c.py: from .test_z import ...",
+    ]
 
 
 ROOT_FROM_FILE = re.compile(r"Path\(__file__\)\.resolve\(\)\.parents\[\d+\]")

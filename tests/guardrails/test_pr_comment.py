@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from common import REPO_ROOT
-from tests.guardrails.test_workflows import steps
+from tests.guardrails.support import steps
 
 ACTION_SHA = "8e5e406f4007fca908480587cb9893c07090f58d"  # pulumi/actions v7.0.0
 MAX_CHARACTER_COMMENT = 64_000  # pr.ts: GitHub's 65,535 less room for the template

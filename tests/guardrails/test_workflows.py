@@ -8,30 +8,18 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 
 from common import REPO_ROOT
 from testenv.engine import PULUMI_VERSION
+from tests.guardrails.support import WORKFLOWS, steps, workflow
 from tools.stack_files import SHIPPED_STACKS
 
-WORKFLOWS = REPO_ROOT / ".github" / "workflows"
 ACTIONLINT = Path(sys.executable).parent / "actionlint"
 ZIZMOR = Path(sys.executable).parent / "zizmor"
 PULUMI_ACTION = re.compile(r"^pulumi/actions@(v\d+\.\d+\.\d+|[0-9a-f]{40})$")
-
-
-def workflow(name: str) -> dict[str, Any]:
-    loaded: dict[Any, Any] = yaml.safe_load((WORKFLOWS / name).read_text())
-    loaded["on"] = loaded.pop(True, loaded.get("on"))  # YAML 1.1 reads the key `on` as true
-    return loaded
-
-
-def steps(name: str, job: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = workflow(name)["jobs"][job]["steps"]
-    return found
 
 
 def actionlint(cwd: Path) -> subprocess.CompletedProcess[str]:

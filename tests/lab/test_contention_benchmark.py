@@ -5,7 +5,7 @@ from __future__ import annotations
 from components.routing import RoutingProfile
 from lab.contention_benchmark import AbMeasurement, compare, render
 from stages.core.ab_verdict import ABPair
-from tests.stages.core.test_report import level, results
+from tests.stages.core.support import level, results
 
 
 def measured(name: str, affinity_rps: tuple[float, float]) -> AbMeasurement:

@@ -1,8 +1,9 @@
 """What the real-tier tests share: namespaces left clean, kwok paused, objects looked up, waits,
-and the layer stack's secret config."""
+the layer stack's secret config, and a stack's state checked against the cluster."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -153,3 +154,33 @@ def layer_up(stacks: LocalStacks, *profiles: str) -> None:
     for profile in profiles:
         stacks.configure(profile, SITE)
         stacks.deploy(profile)
+
+
+def state_objects(stacks: LocalStacks, stack: str) -> list[tuple[str, str, str]]:
+    """(kind, namespace, name) of every Kubernetes object the stack's state holds."""
+    exported = json.loads(stacks.run("stack", "export", "--stack", stack).stdout)
+    deployment = exported["deployment"]
+    assert not deployment.get("pending_operations"), deployment["pending_operations"]
+    found = []
+    for resource in deployment["resources"]:
+        if not resource["type"].startswith("kubernetes:") or resource["type"].startswith(
+            "pulumi:providers"
+        ):
+            continue
+        outputs = resource.get("outputs", {})
+        metadata = outputs.get("metadata", {})
+        found.append((outputs["kind"], metadata.get("namespace", ""), metadata["name"]))
+    return sorted(found)
+
+
+def assert_state_is_in_the_cluster(
+    stacks: LocalStacks, cluster: local.LocalCluster, stack: str
+) -> list[tuple[str, str, str]]:
+    objects = state_objects(stacks, stack)
+    for kind, namespace, name in objects:
+        where = ["-n", namespace] if namespace else []
+        found = cluster.kubectl("get", kind.lower(), name, *where, "-o", "name", check=False)
+        assert found.strip(), (
+            f"{kind} {namespace}/{name} is in the state of {stack} but not in the cluster"
+        )
+    return objects

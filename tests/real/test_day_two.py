@@ -24,8 +24,14 @@ from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.engine import Engine
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.real.support import LAYER_SECRETS, exists, layer_up, paused_kwok, wait_until
-from tests.real.test_no_loss import assert_state_is_in_the_cluster
+from tests.real.support import (
+    LAYER_SECRETS,
+    assert_state_is_in_the_cluster,
+    exists,
+    layer_up,
+    paused_kwok,
+    wait_until,
+)
 
 NAMESPACE = "cosmos3-nano-reasoner"
 JOB = "cosmos3-nano-reasoner-model-download"

@@ -4,7 +4,7 @@ placement key, and a stack with every placement field set comes up through `pulu
 - The check and the API server agree: what the check takes, the API server takes (the graph and
   the download Job, dry run); each bad affinity and class name the check refuses, the API server
   refuses too in the Job's pod template, which it validates as a pod's; what the check refuses
-  beyond the API server (tests/components/test_placement.py says why) it is shown to take.
+  beyond the API server (tests/components/support.py says why) it is shown to take.
 - `pulumi up`: the PriorityClass and RuntimeClass the pods name are made first (the Priority and
   RuntimeClass admission plugins refuse a pod naming a missing one: the download Job's pod would
   never exist). The Job's placement is set where kwok's nodes take it (a required node affinity on
@@ -30,8 +30,8 @@ from components.settings import PROJECT
 from testenv import cluster as local
 from testenv.cluster import objects
 from testenv.local_stacks import LAYER_SITE, SITE, LocalStacks
-from tests.components.test_config_properties import KEYS, objects_if_accepted
-from tests.components.test_placement import (
+from tests.components.config_strategies import KEYS, objects_if_accepted
+from tests.components.support import (
     BAD_AFFINITIES,
     BAD_NAMES,
     GOOD_AFFINITIES,
@@ -133,7 +133,7 @@ def test_what_the_check_refuses_the_api_server_refuses_in_a_pod_template(judge: 
 
 
 def test_what_the_check_refuses_beyond_the_api_server_the_job_would_take(judge: Judge) -> None:
-    """The check is stricter on purpose here (tests/components/test_placement.py says why): the
+    """The check is stricter on purpose here (tests/components/support.py says why): the
     API server takes each in a Job's pod template, the DGD's schema refuses a missing
     `preference`."""
     jobs = []

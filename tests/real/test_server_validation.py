@@ -27,17 +27,17 @@ from testenv import cluster as local
 from testenv.cluster.objects import CONTEXT
 from testenv.crd import TESTED_SCHEMA_SHA256, crd_path
 from testenv.engine.pins import KUBERNETES_VERSION
-from tests.components.test_config_properties import (
+from tests.components.config_strategies import (
     KEYS,
     objects_if_accepted,
     stack_configs,
 )
-from tests.components.test_settings import LEGAL_EDGES
+from tests.components.support import LEGAL_EDGES
 from tests.guardrails.support import Manifest, one_of_kind, rendered
 from tests.real.support import await_namespaces_gone, delete_namespaces
 from tests.stages.cluster.fakes import cluster_outputs
-from tests.stages.cluster.test_manifests import MIRROR as PIP_MIRROR
-from tests.stages.cluster.test_manifests import PLAN
+from tests.stages.cluster.support import MIRROR as PIP_MIRROR
+from tests.stages.cluster.support import PLAN
 from tools import validate
 from tools.validate import dry_run_violations
 from tools.violations import API_SERVER, Violation, admission_violations

@@ -1,5 +1,6 @@
 """What the archive tests share: stack outputs and records for both profiles, a result directory
-like a perf stage's, and views of the bucket and of directories to compare."""
+like a perf stage's, views of the bucket and of directories to compare, bad manifests to plant,
+and the CLI's push arguments and one-line errors."""
 
 from __future__ import annotations
 
@@ -26,6 +27,9 @@ from stages.archive.stores import NEW_RUN_ID_ADVICE, Bucket
 
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
 RESULT_FILES = 6  # the files make_results writes
+MANIFEST = "cosmos3-nano-reasoner/{}/manifest.json"
+NOT_JSON = MANIFEST.format("round-robin/round-robin/broken/perf")
+FOREIGN = MANIFEST.format("round-robin/round-robin/foreign/perf")
 
 
 def outputs_for(profile: RoutingProfile) -> StackOutputs:
@@ -128,3 +132,39 @@ def recorded_puts(fail_after: int | None = None) -> Iterator[list[str]]:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(Bucket, "put_new", put_new)
         yield stored
+
+
+def put_bad_manifests(s3: Any, location: ArchiveLocation) -> None:
+    """One manifest that is not JSON, and a foreign JSON object at another run's manifest key."""
+    s3.put_object(Bucket=location.bucket, Key=NOT_JSON, Body=b"\x00\xffnot json {")
+    foreign = {"kind": "ConfigMap", "api_key": "foreign-value-never-echoed"}
+    s3.put_object(Bucket=location.bucket, Key=FOREIGN, Body=json.dumps(foreign).encode())
+
+
+def store_args(location: ArchiveLocation) -> list[str]:
+    return ["--bucket", location.bucket, "--endpoint-url", str(location.endpoint_url)]
+
+
+def push_args(tmp_path: Path, location: ArchiveLocation, results: Path, run_id: str) -> list[str]:
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()))
+    return [
+        "push",
+        "--stack",
+        "session-affinity",
+        "--outputs",
+        str(outputs),
+        "--stage",
+        "perf",
+        "--dir",
+        str(results),
+        "--run-id",
+        run_id,
+        *store_args(location),
+    ]
+
+
+def one_line_error(err: str, command: str) -> str:
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith(f"archive {command}: error: ")
+    return err

@@ -3,7 +3,6 @@ failure is one line on stderr with status 1, usage errors status 2, never a trac
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -20,43 +19,16 @@ from stages.cli import main as stages_cli
 from tests.stages.archive.helpers import (
     bucket_keys,
     make_results,
-    outputs_for,
+    one_line_error,
+    push_args,
+    put_bad_manifests,
     record_for,
     recorded_puts,
+    store_args,
     tree,
 )
-from tests.stages.archive.test_listing import put_bad_manifests
 
 COMMANDS = ["push", "list", "pull", "incomplete", "clean"]
-
-
-def store_args(location: ArchiveLocation) -> list[str]:
-    return ["--bucket", location.bucket, "--endpoint-url", str(location.endpoint_url)]
-
-
-def push_args(tmp_path: Path, location: ArchiveLocation, results: Path, run_id: str) -> list[str]:
-    outputs = tmp_path / "outputs.json"
-    outputs.write_text(json.dumps(outputs_for(RoutingProfile.SESSION_AFFINITY).to_json_dict()))
-    return [
-        "push",
-        "--stack",
-        "session-affinity",
-        "--outputs",
-        str(outputs),
-        "--stage",
-        "perf",
-        "--dir",
-        str(results),
-        "--run-id",
-        run_id,
-        *store_args(location),
-    ]
-
-
-def one_line_error(err: str, command: str) -> str:
-    assert len(err.splitlines()) == 1 and "Traceback" not in err, err
-    assert err.startswith(f"archive {command}: error: ")
-    return err
 
 
 def test_cli_push_list_pull(

@@ -3,7 +3,6 @@ at a manifest's key is skipped with a warning that names it, and never hides the
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,15 @@ from stages.archive import (
     latest_run,
     list_runs,
 )
-from tests.stages.archive.helpers import T0, make_results, record_for
-
-MANIFEST = "cosmos3-nano-reasoner/{}/manifest.json"
-NOT_JSON = MANIFEST.format("round-robin/round-robin/broken/perf")
-FOREIGN = MANIFEST.format("round-robin/round-robin/foreign/perf")
+from tests.stages.archive.helpers import (
+    FOREIGN,
+    MANIFEST,
+    NOT_JSON,
+    T0,
+    make_results,
+    put_bad_manifests,
+    record_for,
+)
 
 
 def test_lists_runs_per_stack_profile_and_stage_oldest_first(
@@ -69,13 +72,6 @@ def test_lists_runs_per_stack_profile_and_stage_oldest_first(
 def test_latest_run_of_nothing_says_so(location: ArchiveLocation) -> None:
     with pytest.raises(RunNotFoundError, match="no archived perf run.*archive push"):
         latest_run(location, stack="round-robin")
-
-
-def put_bad_manifests(s3: Any, location: ArchiveLocation) -> None:
-    """One manifest that is not JSON, and a foreign JSON object at another run's manifest key."""
-    s3.put_object(Bucket=location.bucket, Key=NOT_JSON, Body=b"\x00\xffnot json {")
-    foreign = {"kind": "ConfigMap", "api_key": "foreign-value-never-echoed"}
-    s3.put_object(Bucket=location.bucket, Key=FOREIGN, Body=json.dumps(foreign).encode())
 
 
 def test_corrupt_and_foreign_manifests_are_skipped_with_a_warning_each(

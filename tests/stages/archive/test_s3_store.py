@@ -24,8 +24,7 @@ from testenv import s3_server
 from testenv.s3_server import SERVERS, S3Server
 from tests.real.listening import listening
 from tests.s3 import ACCESS_KEY_ID, SECRET_ACCESS_KEY
-from tests.stages.archive.helpers import make_results
-from tests.stages.archive.test_cli import one_line_error, push_args
+from tests.stages.archive.helpers import make_results, one_line_error, push_args
 
 
 def test_the_server_listens_on_loopback_only(seaweed: S3Server) -> None:

@@ -35,7 +35,6 @@ from stages.cluster.manifests import (
     smoke_manifests,
 )
 from stages.cluster.run import (
-    CLUSTER_TOKENIZER,
     ClusterOptions,
     check_cluster_workload,
     perf_objects,
@@ -43,7 +42,6 @@ from stages.cluster.run import (
 from stages.core.pod_plans import (
     AIPERF_VERSION,
     DISTINCT_VIDEOS,
-    PlanSettings,
     PodPlace,
     aiperf_environment,
     aiperf_profile_args,
@@ -54,8 +52,8 @@ from stages.core.pod_plans import (
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl, dataset_rows
 from stages.errors import UsageError
 from tests.stages.cluster.fakes import cluster_outputs, pod_files
+from tests.stages.cluster.support import MIRROR, PLAN
 
-PLAN = PlanSettings(tokenizer=CLUSTER_TOKENIZER, tokenizer_check=True)
 SETTINGS = JobSettings(run_id="20261130T120000Z-abc123", plan=PLAN)
 MATCHING_SMALL = RECIPE_WORKLOAD.model_copy(
     update={"videos": 2, "questions": 2, "concurrencies": (1,)}
@@ -322,8 +320,7 @@ def test_the_video_limit_is_the_generators() -> None:
 
 
 # --- a pip index URL with credentials -------------------------------------------------------------
-
-MIRROR = "https://ci-bot:" + "pw-0123456789@pypi.example.com/simple"  # assembled: not a real one
+# MIRROR: tests/stages/cluster/support.py (tests/real/test_server_validation.py uses it too).
 
 
 def pip_settings(url: str) -> JobSettings:

@@ -8,7 +8,7 @@ from components.routing import RoutingProfile
 from stages.core.ab_verdict import ABPair, conditions_lines, verdict_line
 from stages.core.report import render_markdown
 from stages.core.results import HostLoad, ProfileResults, RunConditions
-from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN, level, results
+from tests.stages.core.support import AFFINITY, ROUND_ROBIN, level, results
 
 QUIET = HostLoad(seconds=60, cores=2, others_cores=0.02, own_cores=1.2, own_wait_cores=0.1)
 TWO_LOOPS = HostLoad(seconds=60, cores=2, others_cores=2.0, own_cores=0.9, own_wait_cores=0.6)

@@ -20,7 +20,7 @@ from stages.core.graph_metrics import (
 from stages.core.report import render_markdown, write_report
 from stages.core.results import ProfileResults
 from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
-from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN
+from tests.stages.core.support import AFFINITY, ROUND_ROBIN
 from tests.stages.support import observed_probe
 
 AFFINITY_LEVEL = GraphCounts.model_validate(

@@ -22,7 +22,7 @@ from stages.core.routing_probe import MAX_PROBE_VIDEOS, RoutingProbe, routing_se
 from stages.core.verdicts import PodRun, smoke_verdict
 from stages.errors import StageFailed
 from stages.incluster.smoke_pod import ROUTING_PROBE, probe_routing, worker_of
-from tests.stages.core.test_report import AFFINITY, ROUND_ROBIN
+from tests.stages.core.support import AFFINITY, ROUND_ROBIN
 from tests.stages.support import lab_outputs_for, observed_probe
 from tests.support import StandInHandler, stand_in_server
 
