@@ -57,8 +57,8 @@ from lab.planner.calibration import CalibrationError
 from lab.planner.capacity import CapacityError
 from lab.planner.predict_cli import PROFILE
 from lab.planner.predict_cli import add_commands as add_prediction_commands
+from lab.stage_tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD, lab_tools
 from lab.time_scale import MAX_TIME_SCALE
-from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD, lab_tools
 from stages import cli as stages_cli
 from stages.ab.cli import ab_run, add_run_arguments, print_summary
 from stages.ab.cli import say as ab_say

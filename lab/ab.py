@@ -26,8 +26,8 @@ from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, rout
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import REAL_SPEED
+from lab.stage_tools import lab_tools
 from lab.time_scale import REAL_TIME, chosen_conditions
-from lab.tools import lab_tools
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation

@@ -25,8 +25,8 @@ from components.config_rules import AffinityTtl
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import EngineSpeed
+from lab.stage_tools import lab_tools
 from lab.time_scale import LAB_REFERENCE_CORES
-from lab.tools import lab_tools
 from stages.core.results import LevelResult, RunConditions
 from stages.core.workload import PerfWorkload
 from stages.errors import StageError

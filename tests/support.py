@@ -17,8 +17,8 @@ from typing import Any
 
 from components.config_parser import parse_stack_config
 from components.settings import PROJECT, StackSettings
+from lab.stage_tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from lab.standin import VideoStandIn
-from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.local.run import LocalTools
 from tools.stack_files import cli_config, example_site_for
 

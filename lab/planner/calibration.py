@@ -32,8 +32,8 @@ from lab.mocker_timing import BLOCK_SIZE, EngineSpeed, decode_ms, prefill_ms
 from lab.planner.measured_table import AFF, RR, MeasuredRow, MeasuredTable
 from lab.planner.service_times import ServiceTimes, mean_latency_ms, scattered_latency_ms
 from lab.sweep import LabKnobs, LabSweep, Runner
-from stages.core.model_files import read_model
 from stages.core.results import LevelResult
+from stages.core.typed_files import read_model
 
 DEFAULT_QUESTION_TOKENS = 40
 """A first guess at a question's tokens after the prefix (the tiny tokenizer, the chat template);

@@ -35,7 +35,7 @@ from lab.planner.measured_table import RECIPE_TABLE, MeasuredTable
 from lab.planner.prediction import Prediction, predict
 from lab.planner.prediction_report import render
 from lab.sweep import LabRunner, LabSweep
-from stages.core.model_files import write_model
+from stages.core.typed_files import write_model
 from stages.core.workload import MAX_CONCURRENCY, MAX_QUESTIONS, MAX_TOKENS
 from stages.options import (
     concurrency_option,

@@ -24,8 +24,8 @@ from lab.planner.calibration import Calibration
 from lab.planner.measured_table import AFF, METRICS, RR, LevelMetrics, MeasuredRow, MeasuredTable
 from lab.planner.service_times import mean_latency_ms, scatter_cache_hits, scattered_latency_ms
 from lab.sweep import LabSweep, Runner
-from stages.core.model_files import read_model
 from stages.core.results import LevelResult
+from stages.core.typed_files import read_model
 
 
 class PredictedRow(MeasuredRow):

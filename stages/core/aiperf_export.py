@@ -21,8 +21,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationErr
 
 from common.credentials import mask
 from common.input_files import InputFileError, read_text
-from stages.core.model_files import refusal
 from stages.core.results import Amount, Count, LevelResult, ResultsError
+from stages.core.typed_files import refusal
 
 AIPERF_EXPORT_FILE = "profile_export_aiperf.json"
 ERROR_MESSAGE_CHARS = 200

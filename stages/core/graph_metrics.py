@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from components.config_rules import MAX_WORKER_REPLICAS
 from stages.core.markdown import markdown_text
-from stages.core.model_files import CHECKED, read_model
+from stages.core.typed_files import CHECKED, read_model
 from stages.errors import StageFailed
 from stages.incluster.graph_metrics import GRAPH_METRICS_FILE
 

@@ -3,7 +3,7 @@
 `results.json` is input as much as output: `report` reads it from a file or an archived run, and
 its numbers decide the A/B verdict. So every model here checks range, type and consistency on the
 way in (the validators below); a file that breaks any of it is a `ResultsError` naming the file,
-the field and what is wrong (`stages.core.model_files.refusal`). AIPerf's export is read into a
+the field and what is wrong (`stages.core.typed_files.refusal`). AIPerf's export is read into a
 `LevelResult` by `stages.core.aiperf_export`.
 """
 
@@ -23,8 +23,8 @@ from common.input_files import (
 from components.config_rules import MAX_WORKER_REPLICAS, shown
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from stages.core.graph_metrics import GraphCounts
-from stages.core.model_files import CHECKED, refusal, write_model
 from stages.core.routing_probe import RoutingProbe
+from stages.core.typed_files import CHECKED, refusal, write_model
 from stages.core.workload import PerfWorkload
 from stages.errors import StageFailed
 

@@ -16,7 +16,7 @@ from typing import Annotated
 from pydantic import BaseModel, Field, model_validator
 
 from stages.core.markdown import markdown_text
-from stages.core.model_files import CHECKED, write_model
+from stages.core.typed_files import CHECKED, write_model
 
 MAX_PROBE_VIDEOS = 1000
 MAX_PROBE_QUESTIONS = 100

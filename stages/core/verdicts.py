@@ -29,9 +29,9 @@ from common.credentials import masked_document
 from components.contract import StackOutputs
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.graph_metrics import GraphMetricsError, read_graph_counts
-from stages.core.model_files import refusal
 from stages.core.results import LevelResult, ProfileResults, ResultsError, RunConditions
 from stages.core.routing_probe import RoutingProbe
+from stages.core.typed_files import refusal
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.incluster import pod_common, smoke_pod

@@ -19,7 +19,7 @@ from common import REPO_ROOT
 from components.routing import RoutingProfile
 from lab.ab import LabAbTarget, lab_archive
 from lab.environment import LabInstall
-from lab.tools import LAB_WORKLOAD
+from lab.stage_tools import LAB_WORKLOAD
 from stages.ab.orchestrator import AbRun, run_ab
 from stages.archive import list_runs
 from stages.core.results import ProfileResults

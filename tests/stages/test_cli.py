@@ -16,7 +16,7 @@ import pytest
 from common import REPO_ROOT
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from lab.tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
+from lab.stage_tools import LAB_RECIPE_WORKLOAD, LAB_WORKLOAD
 from stages.cli import main
 from tests.stages.support import FIXTURES, lab_outputs_for
 from tests.support import LOCAL_TOOLS

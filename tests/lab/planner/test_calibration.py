@@ -15,7 +15,7 @@ from lab.planner.prediction import cell_deviations, predict
 from lab.planner.prediction_report import render
 from lab.planner.service_times import ModelMismatch, ServiceTimes
 from lab.sweep import LabSweep
-from stages.core.model_files import write_model
+from stages.core.typed_files import write_model
 from tests.lab.planner.fake_lab import FakeLab
 
 RR, AFF = RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY

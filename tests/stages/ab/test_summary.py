@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
-from lab.tools import LAB_WORKLOAD
+from lab.stage_tools import LAB_WORKLOAD
 from stages.ab.cli import print_summary
 from stages.ab.orchestrator import AbResult, AbRun
 from stages.ab.plan import Outcome, ProfileOutcome

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from components.routing import SESSION_HEADER, RoutingProfile
-from lab.tools import LAB_WORKLOAD
+from lab.stage_tools import LAB_WORKLOAD
 from stages.core.results import LevelResult, ProfileResults
 
 WORKLOAD = LAB_WORKLOAD.model_copy(

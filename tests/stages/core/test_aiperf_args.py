@@ -6,7 +6,7 @@ from pathlib import Path
 
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
-from lab.tools import LAB_WORKLOAD
+from lab.stage_tools import LAB_WORKLOAD
 from stages.core.pod_plans import aiperf_environment, aiperf_profile_args
 from stages.core.workload import PerfWorkload
 from tests.stages.support import lab_outputs_for

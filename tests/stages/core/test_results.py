@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from components.routing import RoutingProfile
-from lab.tools import LAB_WORKLOAD
+from lab.stage_tools import LAB_WORKLOAD
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.results import MAX_MEASURE, LevelResult, ProfileResults, ResultsError
 from stages.core.verdicts import check_level

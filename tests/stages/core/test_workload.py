@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from lab.stage_tools import LAB_WORKLOAD
 from lab.standin import VOCABULARY_SIZE, VideoStandIn, video_prefix, vocabulary
-from lab.tools import LAB_WORKLOAD
 from stages.core.workload import RECIPE_WORKLOAD, PerfWorkload, VideoUrl, dataset_rows
 
 SMALL = LAB_WORKLOAD.model_copy(

@@ -16,7 +16,7 @@ from common import REPO_ROOT
 from components.routing import SESSION_HEADER, RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
-from lab.tools import LAB_WORKLOAD, lab_tools
+from lab.stage_tools import LAB_WORKLOAD, lab_tools
 from stages.core.ab_verdict import ABPair, mechanism_failure
 from stages.core.pod_plans import PodPlace, smoke_pod_config
 from stages.core.results import ProfileResults

@@ -19,8 +19,8 @@ import pytest
 from common.ports import free_port
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
+from lab.stage_tools import LAB_WORKLOAD
 from lab.standin import VideoStandIn
-from lab.tools import LAB_WORKLOAD
 from stages.core.workload import PerfWorkload
 from stages.errors import FrontendNotReady, StageFailed
 from stages.local.run import LocalTools, _keep_masked, run_local_perf

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from stages.core.model_files import read_model, write_model
+from stages.core.typed_files import read_model, write_model
 
 
 class Record(BaseModel):
