@@ -3,7 +3,25 @@ inherits it, even one that retitles itself), and a mock worker's own request cou
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+
+
+def lab_ab_direct(out: Path, *options: str) -> list[str]:
+    """`python -m lab ab --direct` on two workers into `out`, and `options`: the A/B as a user
+    runs it, the graphs started directly."""
+    return [
+        sys.executable,
+        "-m",
+        "lab",
+        "ab",
+        "--direct",
+        "--workers",
+        "2",
+        "--out",
+        str(out),
+        *options,
+    ]
 
 
 def served_requests(worker_metrics: str) -> int:

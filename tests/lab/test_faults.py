@@ -28,7 +28,7 @@ from lab.graph import LabGraph
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.incluster.processes import group_members
-from tests.lab.support import command_line, processes_with, served_requests
+from tests.lab.support import command_line, lab_ab_direct, processes_with, served_requests
 from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
@@ -148,20 +148,7 @@ def test_a_frontend_killed_mid_sweep_keeps_the_finished_levels(
 def test_a_sigkilled_lab_leaves_no_process_behind(lab_install: object, tmp_path: Path) -> None:
     marker = f"LAB_TEST_RUN={uuid.uuid4()}"
     name, value = marker.split("=")
-    command = [
-        sys.executable,
-        "-m",
-        "lab",
-        "ab",
-        "--direct",
-        "--workers",
-        "2",
-        "--out",
-        str(tmp_path),
-        "--concurrency",
-        "1",
-        *SWEEP,
-    ]
+    command = lab_ab_direct(tmp_path, "--concurrency", "1", *SWEEP)
     lab = subprocess.Popen(
         command,
         cwd=REPO_ROOT,

@@ -21,7 +21,7 @@ from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile, frontend_args
 from lab.graph import LabGraph, LabGraphError
 from stages.incluster.processes import group_members
-from tests.lab.support import command_line, processes_with, served_requests
+from tests.lab.support import command_line, lab_ab_direct, processes_with, served_requests
 
 pytestmark = pytest.mark.lab
 StartGraph = Callable[..., LabGraph]
@@ -192,25 +192,8 @@ def test_sigterm_during_the_benchmark_stops_aiperf_and_the_graph(
     marker = f"LAB_TEST_RUN={uuid.uuid4()}"
     reap_marked.append(marker)
     name, value = marker.split("=")
-    command = [
-        sys.executable,
-        "-m",
-        "lab",
-        "ab",
-        "--direct",
-        "--workers",
-        "2",
-        "--out",
-        str(tmp_path),
-        "--videos",
-        "2",
-        "--questions",
-        "2",
-        "--output-tokens",
-        "4",
-        "--concurrency",
-        "1",
-    ]
+    options = ("--videos", "2", "--questions", "2", "--output-tokens", "4", "--concurrency", "1")
+    command = lab_ab_direct(tmp_path, *options)
     env = os.environ | {name: value}
     lab = subprocess.Popen(
         command, cwd=REPO_ROOT, env=env, stderr=subprocess.PIPE, text=True, process_group=0

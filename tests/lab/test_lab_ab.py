@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from lab.stage_tools import LAB_WORKLOAD
 from stages.ab.orchestrator import AbRun, run_ab
 from stages.archive import list_runs
 from stages.core.results import ProfileResults
+from tests.lab.support import lab_ab_direct
 
 pytestmark = pytest.mark.lab
 TINY = LAB_WORKLOAD.model_copy(
@@ -81,22 +81,7 @@ def test_a_failure_in_the_second_profile_then_a_resume(
 
 
 def test_the_lab_command_is_the_orchestrator(lab_install: LabInstall, tmp_path: Path) -> None:
-    command = [
-        sys.executable,
-        "-m",
-        "lab",
-        "ab",
-        "--direct",
-        "--workers",
-        "2",
-        "--out",
-        str(tmp_path),
-        "--run-id",
-        "cli-run",
-        "--time-scale",
-        "2",
-        *WORKLOAD_ARGS,
-    ]
+    command = lab_ab_direct(tmp_path, "--run-id", "cli-run", "--time-scale", "2", *WORKLOAD_ARGS)
 
     result = subprocess.run(
         command, cwd=REPO_ROOT, capture_output=True, text=True, timeout=600, check=False
