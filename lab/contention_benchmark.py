@@ -71,7 +71,8 @@ class AbMeasurement:
         return " / ".join(parts) or "not measured"
 
 
-def run_ab(name: str, out: Path, extra: Sequence[str]) -> AbMeasurement:
+def measure_ab(name: str, out: Path, extra: Sequence[str]) -> AbMeasurement:
+    """One `python -m lab ab` in `out/name`, timed, and the pair of results it wrote."""
     folder = out / name
     command = [sys.executable, "-m", "lab", "ab", "--out", str(folder), *extra]
     seconds = timed(f"{name} (its folder: {folder})", command, Path.cwd(), dict(os.environ))
@@ -167,14 +168,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args(argv)
     idle = [earlier_run(folder) for folder in args.idle_from]
-    idle += [run_ab(f"idle-{n}", args.out, ()) for n in range(1, args.idle_runs + 1)]
+    idle += [measure_ab(f"idle-{n}", args.out, ()) for n in range(1, args.idle_runs + 1)]
     busy = []
     for scale in args.busy_time_scales.split(","):
         for n in range(1, args.busy_runs + 1):
             with busy_loops(args.busy_loops):
                 time.sleep(2)  # the loops running before the probe looks
                 extra = ("--time-scale", scale)
-                busy.append(run_ab(f"busy-{n}-{scale}", args.out, extra))
+                busy.append(measure_ab(f"busy-{n}-{scale}", args.out, extra))
     text = render(idle, busy, args.busy_loops)
     args.out.mkdir(parents=True, exist_ok=True)
     write_file(args.out / "benchmark.md", text)
