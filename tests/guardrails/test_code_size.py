@@ -15,15 +15,15 @@ from common import REPO_ROOT
 
 ROOM_BUDGETS = {
     "__main__.py": 50,
-    "components": 5_690,
+    "components": 5_689,
     "stages": 8_818,
-    "policy": 510,
-    "common": 1_760,
-    "lab": 4_360,
-    "tools": 1_600,
+    "policy": 506,
+    "common": 1_752,
+    "lab": 4_357,
+    "tools": 1_590,
     "testenv": 2_512,
 }
-"""Lines of Python per room (a package, or a module at the root), measured 2026-12-05. The issue
+"""Lines of Python per room (a package, or a module at the root), measured 2026-12-06. The issue
 that set the house's size asked for 17k lines outside tests/; docs/contributing.md says why the
 rooms hold more and where they went."""
 
