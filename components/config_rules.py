@@ -219,9 +219,9 @@ RegistryUsername = Annotated[str, _rule(_registry_username)]
 Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
 Image = Annotated[str, _rule(k8s.image_problems)]
 Count = Annotated[int, Field(ge=1, le=k8s.INT32_MAX)]
+"""Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
 AffinityTtl = Annotated[int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)]
 """A session affinity TTL in seconds, the stack's and the lab's (`components.routing`'s range)."""
-"""Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
 _AT_MOST_GPUS = _at_most(MAX_GPUS_PER_POD, "one pod runs on one node, and none has more")
 GpuCount = Annotated[int, Field(ge=0), _AT_MOST_GPUS]
 WorkerGpus = Annotated[int, Field(ge=1), _AT_MOST_GPUS]

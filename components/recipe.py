@@ -5,10 +5,10 @@ download itself; a profile stack on a shared layer reads them from that stack an
 DynamoGraphDeployment. Either way the graph sees one `SharedLayer`.
 
 Components take `depends_on` as an argument and hand it to the objects inside, rather than in their
-own `opts`: the engine records a dependency on the resource that declares it, and a component's is
-not passed to its children (the Python SDK's `Resource` takes a parent's providers, protect and
-transformations, not its dependencies), so the Job's and the graph's own records would lack what
-orders their updates and deletes (`pulumi destroy`, `--target-dependents`).
+own `opts`: the engine's state records a dependency on the resource that declares it, and a
+component's is not passed to its children (the Python SDK's `Resource` takes a parent's providers,
+protect and transformations, not its dependencies). The Job and the graph then record what they wait
+for, so a delete-before-replace of that dependency finds them among its dependents.
 """
 
 from __future__ import annotations

@@ -13,10 +13,11 @@ import pytest
 from common.credentials import MASK, mask
 from lab.__main__ import build_parser as lab_parser
 from stages.cli import build_parser as stages_parser
-from tools import golden, render, validate
+from tools import config_reference, golden, render, validate
 
 Main = Callable[[list[str] | None], int]
 TOOLS: dict[str, Main] = {
+    "tools.config_reference": config_reference.sync,
     "tools.render": render.main,
     "tools.golden": golden.main,
     "tools.validate": validate.main,

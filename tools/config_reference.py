@@ -16,6 +16,7 @@ from typing import Any
 from common import REPO_ROOT
 from common.confined_paths import OutputFolderError, write_inside
 from common.input_files import MAX_RECORD_BYTES, read_text
+from common.parsers import CommandParser
 from tools.stack_files import declared_config
 
 PAGE = "docs/configuration.md"
@@ -51,14 +52,21 @@ def synced(text: str) -> str:
     return f"{head}{START}\n{reference_table()}\n{END}{tail}"
 
 
-def sync(argv: list[str]) -> int:
+def sync(argv: list[str] | None = None) -> int:
     """`python -m tools.config_reference [--check | --print]`: rewrite the page's block, check it,
-    or print the table."""
-    if "--print" in argv:
+    or print the table. Anything else is a usage error (exit 2) that writes nothing."""
+    parser = CommandParser(
+        prog="python -m tools.config_reference", description=__doc__.split("\n")[0]
+    )
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true", help="exit 1 when the page is out of date")
+    mode.add_argument("--print", action="store_true", help="print the table; write nothing")
+    args = parser.parse_args(argv)
+    if args.print:
         print(reference_table())
         return 0
     text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
-    if "--check" in argv:
+    if args.check:
         if synced(text) != text:
             print(
                 "docs/configuration.md configuration reference is stale: "
@@ -76,4 +84,4 @@ def sync(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(sync(sys.argv[1:]))
+    sys.exit(sync())

@@ -34,7 +34,7 @@ POD_TEMPLATE_KINDS = {
 """Where the pod spec sits in each workload kind; the DGD has one per component."""
 
 WORKER_TYPES = ("worker", "prefill", "decode")
-MAIN_CONTAINER = "main"
+MAIN_CONTAINER = "main"  # components.names' again: the pack imports nothing of the program's
 
 Check = Callable[[ResourceValidationArgs, ReportViolation], None]
 PropPath = tuple[str | int, ...]

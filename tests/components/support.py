@@ -7,10 +7,10 @@ from typing import Any
 import pytest
 
 from components.config_parser import ConfigError
-from components.settings import StackSettings
+from components.settings import PROJECT, StackSettings
 from tests.support import stack_settings
 
-P = "cosmos3-nano-reasoner"
+P = PROJECT
 
 
 def parse(

@@ -22,7 +22,7 @@ WORKER_PODS = {
     "nvidia.com/dynamo-graph-deployment-name": GRAPH,
     "nvidia.com/dynamo-component-type": "worker",
 }
-"""The labels the Dynamo operator gives the graph's worker pods (facts 2.2)."""
+"""The labels the Dynamo operator gives the graph's worker pods (its `generateLabels`)."""
 
 
 def parse(stack: str = "round-robin", **overrides: Any) -> Any:

@@ -183,7 +183,13 @@ def not_to_import(module: str, relative: bool = False) -> bool:
     """A conftest anywhere, or a test module of tests/ (`tests.<...>.test_*`, or relative)."""
     parts = module.split(".")
     in_tests = relative or parts[0] == "tests"
-    return module.endswith("conftest") or (in_tests and parts[-1].startswith("test_"))
+    return parts[-1] == "conftest" or (in_tests and parts[-1].startswith("test_"))
+
+
+def beside(path: Path, module: str) -> bool:
+    """A bare name of a module in the importer's own folder: pytest puts a folder without an
+    `__init__.py` (tests/real) on sys.path, so `from test_x import ...` works there."""
+    return "." not in module and (path.parent / f"{module}.py").exists()
 
 
 def imports_of_conftests_or_test_modules(root: Path) -> list[str]:
@@ -197,7 +203,8 @@ def imports_of_conftests_or_test_modules(root: Path) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
                 module = "." * node.level + (node.module or "")
-                if not_to_import(node.module or "", relative=node.level > 0):
+                relative = node.level > 0 or beside(path, node.module or "")
+                if not_to_import(node.module or "", relative):
                     found.append(f"{where}: from {module} import ...")
                 found += [
                     f"{where}: from {module} import {alias.name}"
@@ -209,7 +216,7 @@ def imports_of_conftests_or_test_modules(root: Path) -> list[str]:
                 found += [
                     f"{where}: import {alias.name}"
                     for alias in node.names
-                    if not_to_import(alias.name)
+                    if not_to_import(alias.name, beside(path, alias.name))
                 ]
     return found
 
@@ -232,6 +239,11 @@ def test_an_import_of_a_conftest_or_a_test_module_is_found(tmp_path: Path) -> No
         "from tests.x.support import steps\nfrom tests.x import support\nimport tests.support\n"
         "from tests.x.testing import tools\nfrom . import support as s\nimport test_utils\n"
     )
+    (tmp_path / "tests" / "y").mkdir()  # a folder pytest puts on sys.path (no __init__.py)
+    (tmp_path / "tests" / "y" / "test_f.py").write_text("")
+    (tmp_path / "tests" / "y" / "test_e.py").write_text(
+        "from test_f import steps\nimport test_f\nimport test_absent\nfrom myconftest import x\n"
+    )
     assert imports_of_conftests_or_test_modules(tmp_path) == [
         "tests/test_a.py: from tests.conftest import ...",
         "tests/test_b.py: from tests.x.test_y import ...",
@@ -239,6 +251,8 @@ def test_an_import_of_a_conftest_or_a_test_module_is_found(tmp_path: Path) -> No
         "tests/x/test_c.py: import tests.x.test_z",
         "tests/x/test_c.py: from tests.x import test_y",
         "tests/x/test_c.py: from .test_z import ...",
+        "tests/y/test_e.py: from test_f import ...",
+        "tests/y/test_e.py: import test_f",
     ]
 
 

@@ -20,7 +20,7 @@ ROOM_BUDGETS = {
     "policy": 506,
     "common": 1_752,
     "lab": 4_357,
-    "tools": 1_590,
+    "tools": 1_598,
     "testenv": 2_512,
 }
 """Lines of Python per room (a package, or a module at the root), measured 2026-12-06. The issue

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from common.credentials import MASK
-from tools import render
+from tools import config_reference, render
 from tools.stack_files import SECRET_PLACEHOLDER
 
 
@@ -65,13 +65,29 @@ def test_missing_site_config_is_reported_with_the_key(
 
 
 def test_the_configuration_reference_page_matches_pulumi_yaml() -> None:
-    from tools import config_reference
-
     assert config_reference.TARGET.parts[-2:] == ("docs", "configuration.md")
     text = config_reference.TARGET.read_text()
     assert config_reference.synced(text) == text, (
         "run: .venv-dev/bin/python -m tools.config_reference"
     )
+
+
+def test_the_configuration_reference_prints_or_refuses_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    page = tmp_path / "configuration.md"
+    page.write_text(f"{config_reference.START}\nold\n{config_reference.END}\n")
+    monkeypatch.setattr(config_reference, "TARGET", page)
+    monkeypatch.setattr(config_reference, "REPO_ROOT", tmp_path)
+
+    assert config_reference.sync(["--print"]) == 0
+    assert capsys.readouterr().out.startswith("| key | type | default | meaning |")
+    for typo in (["--chek"], ["--check", "--print"], ["extra"]):
+        with pytest.raises(SystemExit) as usage:
+            config_reference.sync(typo)
+        assert usage.value.code == 2
+    assert config_reference.sync(["--check"]) == 1
+    assert "old" in page.read_text()
 
 
 @pytest.mark.parametrize(

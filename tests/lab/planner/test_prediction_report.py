@@ -1,5 +1,5 @@
 """The prediction report: which known effect it names for a missed cell, and that the committed
-report and the README's table are what the saved lab levels give."""
+report and docs/lab-prediction.md's table are what the saved lab levels give."""
 
 from __future__ import annotations
 
