@@ -98,14 +98,18 @@ lock: $(DEV_VENV)/.installed
 # the first two, a test on the S3 server among the `real`; `slow`: a whole command line in a
 # subprocess, hundreds of hypothesis examples), each within CHECK_TEST_SECONDS. ruff, mypy and
 # import-linter keep their caches (.ruff_cache, .mypy_cache, .import_linter_cache), so a warm run
-# re-checks only what changed.
+# re-checks only what changed. mypy, one process, runs beside the tests (its output after theirs):
+# in a fresh clone it takes 20 s, with the other core idle; one after the other `make check` took
+# 55 s there, beside each other 50 s (2026-12-06).
 check: $(DEV_VENV)/.installed
 	$(DEV_VENV)/bin/ruff check --no-fix .
 	$(DEV_VENV)/bin/ruff format --check --diff .
-	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS)
 	if [ -f .importlinter ]; then $(DEV_VENV)/bin/lint-imports; fi
+	@mkdir -p build
+	$(DEV_VENV)/bin/mypy --strict $(MYPY_PATHS) >build/mypy.log 2>&1 & mypy=$$!; \
 	$(DEV_PY) -m pytest -m "not lab and not real and not slow" -n $(PYTEST_WORKERS) \
-		--timeout=$(CHECK_TEST_SECONDS)
+		--timeout=$(CHECK_TEST_SECONDS); tests=$$?; \
+	wait $$mypy; mypy=$$?; cat build/mypy.log; [ $$tests -eq 0 ] && [ $$mypy -eq 0 ]
 
 # Everything, each test once: `make check` first (a minute, and the quickest to fail), then three
 # tiers at once: the real tier (the engine's tools, one local cluster per worker) and beside it
