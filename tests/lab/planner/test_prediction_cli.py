@@ -113,6 +113,22 @@ def test_a_reference_level_the_table_lacks_exits_2_naming_the_option(
     assert fake_lab.calls == []
 
 
+@pytest.mark.parametrize("command", ["predict", "capacity"])
+def test_a_ttl_the_lab_would_run_past_the_routers_range_exits_2_naming_it(
+    command: str, fake_lab: FakeLab, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["calibrate", "--out", str(tmp_path)]) == 0
+    calls = len(fake_lab.calls)
+
+    argv = [command, "--out", str(tmp_path), "--affinity-ttl", "31536000", "--slowdown", "2"]
+    if command == "capacity":
+        argv += ["--profile", "session-affinity", "--target-rps", "10", "--max-ttft-p95-ms", "500"]
+    assert main(argv) == 2
+    error = capsys.readouterr().err
+    assert "--affinity-ttl 31536000: the lab runs it as 63072000 s" in error
+    assert len(fake_lab.calls) == calls  # no graph started
+
+
 @pytest.mark.parametrize(
     ("command", "message"),
     [
