@@ -22,7 +22,12 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from components.config_rules import AffinityTtl
-from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
+from components.routing import (
+    MAX_AFFINITY_TTL_SECONDS,
+    RECIPE_AFFINITY_TTL_SECONDS,
+    RoutingProfile,
+    routing_for,
+)
 from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import EngineSpeed
 from lab.stage_tools import lab_tools
@@ -64,6 +69,17 @@ class LabSweep(BaseModel):
 
     def videos(self, concurrency: int) -> int:
         return max(MIN_VIDEOS, round(self.waves * concurrency))
+
+    def check_scaled_ttl(self, *slowdowns: float | None) -> None:
+        """`LabRunner` keeps a session `slowdown` times longer: past the router's range, the
+        command's option is refused (a ValueError, exit 2) before any graph starts."""
+        longest = round(self.affinity_ttl_seconds * max(s or 0 for s in slowdowns))
+        if longest > MAX_AFFINITY_TTL_SECONDS:
+            raise ValueError(
+                f"--affinity-ttl {self.affinity_ttl_seconds}: the lab runs it as {longest} s, "
+                f"past the router's {MAX_AFFINITY_TTL_SECONDS} s; give a shorter TTL or a "
+                "smaller --slowdown"
+            )
 
     def level(self, concurrency: int) -> LabSweep:
         """This sweep's run of one level as a sweep of its own (the same videos): two sweeps

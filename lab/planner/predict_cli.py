@@ -100,23 +100,12 @@ def _recipe_if_same_workload(sweep: LabSweep) -> MeasuredTable | None:
     return RECIPE_TABLE if ours == recipe else None
 
 
-def _check_scaled_ttl(sweep: LabSweep, *slowdowns: float | None) -> None:
-    """The lab's graphs keep a session `slowdown` times longer (`LabRunner`); past the router's
-    range, the option is refused before any graph starts."""
-    longest = round(sweep.affinity_ttl_seconds * max(s or 0 for s in slowdowns))
-    if longest > MAX_AFFINITY_TTL_SECONDS:
-        raise ValueError(
-            f"--affinity-ttl {sweep.affinity_ttl_seconds}: the lab runs it as {longest} s, past the "
-            f"router's {MAX_AFFINITY_TTL_SECONDS} s; give a shorter TTL or a smaller --slowdown"
-        )
-
-
 def _predict(args: argparse.Namespace) -> int:
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     given = MeasuredTable.from_results(*args.results) if args.results else None
     sweep = _sweep(args, calibration, given)
     slowdown = args.slowdown or calibration.slowdown
-    _check_scaled_ttl(sweep, slowdown, args.check_slowdown)
+    sweep.check_scaled_ttl(slowdown, args.check_slowdown)
     runner = LabRunner(args.out / "prediction-runs")
     prediction = predict(calibration, sweep, runner, slowdown)
     check = args.check_slowdown
@@ -154,7 +143,7 @@ def _write(
 def _capacity(args: argparse.Namespace) -> int:
     calibration = Calibration.load(args.calibration or args.out / CALIBRATION_FILE)
     sweep = _sweep(args, calibration)
-    _check_scaled_ttl(sweep, args.slowdown or calibration.slowdown)
+    sweep.check_scaled_ttl(args.slowdown or calibration.slowdown)
     plan = plan_capacity(
         calibration,
         RoutingProfile(args.profile),

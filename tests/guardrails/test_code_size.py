@@ -19,7 +19,7 @@ ROOM_BUDGETS = {
     "stages": 8_818,
     "policy": 506,
     "common": 1_752,
-    "lab": 4_370,
+    "lab": 4_375,
     "tools": 1_598,
     "testenv": 2_512,
 }
