@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import http.server
 import json
-import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -616,10 +615,18 @@ def stack_name_legal(name: str) -> bool:
     )
 
 
-def a_value_to_argparse(token: str) -> bool:
-    """argparse reads a token that starts with `-` as an option, unless it looks like a negative
-    number (`_negative_number_matcher`): `--stacks 0 -A` is then one value short, exit 2."""
-    return not token.startswith("-") or re.fullmatch(r"-\d+|-\d*\.\d+", token) is not None
+def argparse_hands_over(first: str, second: str) -> bool:
+    """Whether argparse itself gives `--stacks FIRST SECOND` both tokens. It reads a token that
+    starts with `-` as an option (`-A`), but not a lone `-` or a negative number (`-1`), and drops
+    a `--`; then `--stacks` is a value short, exit 2. Asked of argparse rather than restated, so
+    the oracle cannot miss one of its rules."""
+    parser = argparse.ArgumentParser(add_help=False, exit_on_error=False)
+    parser.add_argument("--stacks", nargs=2)
+    try:
+        parsed, _rest = parser.parse_known_args(["--stacks", first, second])
+    except argparse.ArgumentError:
+        return False
+    return bool(parsed.stacks == [first, second])
 
 
 @SLOW
@@ -630,6 +637,8 @@ def a_value_to_argparse(token: str) -> bool:
 )
 @example(first="0", second="-A")  # found by CI: a legal stack name argparse reads as an option
 @example(first="-1", second="b")
+@example(first="0", second="-")  # found by CI: a lone `-` is a value to argparse
+@example(first="0", second="--")
 def test_the_ab_stacks_are_checked_before_anything_is_deployed(
     tmp_path_factory: pytest.TempPathFactory,
     deployments: list[argparse.Namespace],
@@ -643,7 +652,8 @@ def test_the_ab_stacks_are_checked_before_anything_is_deployed(
 
     status, _out, err = run_command("rest: ab stacks", stages_main, argv)
 
-    legal = all(stack_name_legal(name) and a_value_to_argparse(name) for name in (first, second))
+    legal = all(stack_name_legal(name) for name in (first, second))
+    legal = legal and argparse_hands_over(first, second)
     if legal and first != second and "shared" not in (first, second):
         assert status == 0 and len(deployments) == 1, err
     else:
