@@ -15,6 +15,7 @@ from typing import Any
 
 import pulumi
 import pytest
+from hypothesis import settings
 
 from components.routing import RECIPE_AFFINITY_TTL_SECONDS, RoutingProfile, routing_for
 from lab.environment import LabInstall
@@ -24,6 +25,13 @@ from tools.offline import ProgramRun, run_program, shared_layer_outputs
 from tools.stack_files import example_site_for, owns_layer
 
 pytest_plugins = ["tests.s3"]
+
+# The generated cases are the same on every run (Hypothesis's own `ci` profile: derandomized, no
+# example database, a failure's reproduction blob printed), so a change fails CI only for what it
+# changed, never for a case a new draw happened to find. `--hypothesis-profile=explore` draws new
+# cases and keeps the failing ones in .hypothesis/ (docs/contributing.md, "Generated cases").
+settings.register_profile("explore", print_blob=True)
+settings.load_profile("ci")
 
 # A tier `make test` starts beside another (`command &`, in a shell without job control) begins
 # with SIGINT ignored, and so would every process its tests start: a test that stops one with
