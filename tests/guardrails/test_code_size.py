@@ -15,7 +15,7 @@ from common import REPO_ROOT
 
 ROOM_BUDGETS = {
     "__main__.py": 50,
-    "components": 5_689,
+    "components": 5_691,
     "stages": 8_818,
     "policy": 506,
     "common": 1_752,
