@@ -117,7 +117,7 @@ def require_listening(outputs: StackOutputs) -> None:
         ) from None
 
 
-def run_program(
+def run_locally(
     entry: str, config: tuple[str, bytes], work_dir: Path, say: Callable[[str], None]
 ) -> PodRun:
     """Lay out and run one pod program to its end; its output is echoed and kept in a log."""
@@ -175,7 +175,7 @@ def run_local_smoke(
     )
     config = smoke_pod_config(outputs, f"http://{LOOPBACK}:{port}", place, model_wait_seconds)
     content = (json.dumps(config, indent=2) + "\n").encode()
-    run = run_program(
+    run = run_locally(
         "smoke_pod.py", (SMOKE_CONFIG, content), work_dir, printer("smoke lab", stream)
     )
     return smoke_verdict(run)
@@ -211,7 +211,7 @@ def run_local_perf(
         write_dataset(rows, dataset_path(place, concurrency))
     content = gzip.compress(json.dumps(plan).encode(), mtime=0)
     with HostSampler() as host:
-        run = run_program("perf_pod.py", (PERF_PLAN, content), out_dir, printer("perf lab", stream))
+        run = run_locally("perf_pod.py", (PERF_PLAN, content), out_dir, printer("perf lab", stream))
     if conditions is not None:
         conditions = conditions.model_copy(update={"sweep": host.load()})
     return sweep_results(outputs, workload, run, out_dir, out_dir / PROGRAM_LOG, conditions)

@@ -1,6 +1,6 @@
 """The pod programs without the lab: their failure verdicts and their export framing.
 
-The smoke program runs as the local target runs it (`stages.local.run.run_program`: the same
+The smoke program runs as the local target runs it (`stages.local.run.run_locally`: the same
 files as the Job's ConfigMap, `python -S -E`) against a frontend that is not there, and against a
 stand-in frontend on loopback that answers with nothing.
 """
@@ -27,7 +27,7 @@ from stages.incluster.log_exports import (
     export_lines,
 )
 from stages.local import run as local_run
-from stages.local.run import run_program
+from stages.local.run import run_locally
 from tests.stages.support import lab_outputs_for
 from tests.support import StandInHandler, stand_in_server
 
@@ -79,7 +79,7 @@ def run_smoke_program(
         ffmpeg=imageio_ffmpeg.get_ffmpeg_exe(),
     )
     config = smoke_pod_config(outputs, f"http://127.0.0.1:{media_port}", place, wait_seconds)
-    return run_program(
+    return run_locally(
         "smoke_pod.py", (SMOKE_CONFIG, json.dumps(config).encode()), tmp_path, lambda _: None
     )
 
@@ -118,7 +118,7 @@ def test_the_smoke_program_probes_the_routing_after_the_answer(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_the_smoke_program_refuses_a_broken_config(tmp_path: Path) -> None:
-    run = run_program("smoke_pod.py", (SMOKE_CONFIG, b"{}"), tmp_path, lambda _: None)
+    run = run_locally("smoke_pod.py", (SMOKE_CONFIG, b"{}"), tmp_path, lambda _: None)
 
     assert run.failure == "exit status 1"
     assert run.last_line.startswith("Smoke test FAILED: KeyError")
@@ -133,7 +133,7 @@ def test_a_program_cannot_reach_site_packages(
     probe = {"stages/incluster/probe_pod.py": b"import json, sys\nimport yaml\n"}
     monkeypatch.setattr(local_run, "program_files", lambda entry: probe)
 
-    run = run_program("probe_pod.py", (SMOKE_CONFIG, b"{}"), tmp_path, lambda _: None)
+    run = run_locally("probe_pod.py", (SMOKE_CONFIG, b"{}"), tmp_path, lambda _: None)
 
     assert not run.succeeded and "No module named 'yaml'" in run.log
 

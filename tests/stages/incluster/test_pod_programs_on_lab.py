@@ -24,7 +24,7 @@ from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.core.verdicts import sweep_results
 from stages.core.workload import RECIPE_WORKLOAD, VideoUrl
-from stages.local.run import PROGRAM_LOG, run_program
+from stages.local.run import PROGRAM_LOG, run_locally
 from tests.stages.support import FIXTURES
 
 pytestmark = pytest.mark.lab
@@ -52,7 +52,7 @@ def test_the_cluster_perf_plan_sweeps_the_lab_with_real_videos(
     plan = perf_pod_plan(graph.outputs, TINY, VideoUrl(media), media, place, settings)
     content = gzip.compress(json.dumps(plan).encode())
 
-    run = run_program("perf_pod.py", (PERF_PLAN, content), tmp_path / "perf", lambda _: None)
+    run = run_locally("perf_pod.py", (PERF_PLAN, content), tmp_path / "perf", lambda _: None)
 
     assert run.succeeded, run.tail()
     assert run.last_line == "Perf sweep finished: 1 levels"
