@@ -62,14 +62,32 @@ def printable(text: str) -> bool:
 
 # --- image references ---------------------------------------------------------------------------
 
-COMPONENT = st.from_regex(r"\A[a-z0-9]{1,6}((\.|_|__|-{1,2})[a-z0-9]{1,6}){0,2}\Z")
+# The grammar's pieces as text and joins, not `st.from_regex`: drawing from regexes took most of
+# these tests' time (they run in `make check`, each within a few seconds on a busy host).
+DIGITS = "0123456789"
+LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz" + DIGITS
+
+
+def _joined(
+    piece: st.SearchStrategy[str], separators: list[str], most: int
+) -> st.SearchStrategy[str]:
+    """`piece`, then up to `most` times a separator and another `piece`."""
+    rest = st.lists(st.tuples(st.sampled_from(separators), piece), max_size=most)
+    return st.builds(lambda first, more: first + "".join(a + b for a, b in more), piece, rest)
+
+
+# [a-z0-9]{1,6}((\.|_|__|-{1,2})[a-z0-9]{1,6}){0,2}: a path component
+COMPONENT = _joined(st.text(LOWER_ALNUM, min_size=1, max_size=6), [".", "_", "__", "-", "--"], 2)
 PATH = st.lists(COMPONENT, min_size=1, max_size=3).map("/".join)
-DNS = st.from_regex(r"\A[a-z0-9]{1,8}(-[a-z0-9]{1,4})?\Z")
+# [a-z0-9]{1,8}(-[a-z0-9]{1,8})?: a DNS label
+DNS = _joined(st.text(LOWER_ALNUM, min_size=1, max_size=8), ["-"], 1)
+# 1?[0-9]{1,2}: a part of a dotted address
+OCTET = st.tuples(st.sampled_from(["", "1"]), st.text(DIGITS, min_size=1, max_size=2)).map("".join)
 HOST = st.one_of(
     st.lists(DNS, min_size=2, max_size=3).map(".".join),
     st.just("localhost"),
     st.just("[::1]"),
-    st.from_regex(r"\A1?[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\.[0-9]{1,2}\Z"),
+    st.lists(OCTET, min_size=4, max_size=4).map(".".join),
 )
 PORT = st.integers(1, 65535)
 REGISTRY = st.one_of(
