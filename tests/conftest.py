@@ -3,7 +3,7 @@ the real local lab graph. Tests marked `lab` (marker declared in pyproject.toml)
 processes from `.lab/`; they skip, saying why, when `bash lab/setup.sh` has not run. Tests marked
 `real` (tests/real/, and every test on the S3 server of tests/s3.py) run the real engine's
 tools, and never skip. Tests marked `slow` (each where it is) are left out of `make check` and run
-by `make test`."""
+by `make test`. The generated cases are the same on every run (Hypothesis's `ci` profile, below)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import settings
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.utils import NormalizedName, canonicalize_name
@@ -470,3 +471,16 @@ def module_files(module: str) -> Iterator[Path]:
         for candidate in (base / "__init__.py", base.with_suffix(".py")):
             if candidate.is_file():
                 yield candidate
+
+
+def test_the_test_commands_draw_the_same_generated_cases_every_run(
+    pytestconfig: pytest.Config,
+) -> None:
+    """`make check` and `make test` run Hypothesis's `ci` profile (tests/conftest.py): the same
+    cases every run, no example database; only `--hypothesis-profile` (explore.yml) draws anew."""
+    chosen = pytestconfig.getoption("--hypothesis-profile")
+
+    profile, current = settings.get_profile(chosen or "ci"), settings()  # what a test inherits
+
+    assert current.derandomize is profile.derandomize
+    assert chosen or (current.derandomize and current.database is None)
