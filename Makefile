@@ -17,8 +17,9 @@ STACK ?= dev
 # pytest workers for `make check` (pytest-xdist): one per core; 0 runs the tests in this process.
 PYTEST_WORKERS ?= auto
 # `make check`'s time limit per test: its tests are unit tests. On 2 cores (2026-12-06) the slowest
-# took 1.7 s in `make check`, 2.1 s with two CPU-bound processes beside it; a Go build beside it
-# had taken two generated-reference tests past 5 s, until their draws left `st.from_regex`.
+# took 1.7 s in `make check`, 2.1 s with two CPU-bound processes beside it. In a fresh clone beside
+# mypy or a Go build, the first property test of each worker had gone past 5 s: it built
+# Hypothesis's Unicode tables (1.9 s alone), now built before the tests (tests/conftest.py).
 CHECK_TEST_SECONDS ?= 5
 # pytest workers of the real tier (`make real`); 0 runs its tests in this process, one by one.
 REAL_WORKERS ?= 4
