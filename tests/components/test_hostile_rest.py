@@ -62,13 +62,13 @@ def printable(text: str) -> bool:
 
 # --- image references ---------------------------------------------------------------------------
 
-# The grammar's pieces as text and joins, not `st.from_regex`: drawing from regexes took most of
+# The grammar's pieces as text and joins, not `st.from_regex`: drawing from regexes took half of
 # these tests' time (they run in `make check`, each within a few seconds on a busy host).
 DIGITS = "0123456789"
 LOWER_ALNUM = "abcdefghijklmnopqrstuvwxyz" + DIGITS
 
 
-def _joined(
+def separated(
     piece: st.SearchStrategy[str], separators: list[str], most: int
 ) -> st.SearchStrategy[str]:
     """`piece`, then up to `most` times a separator and another `piece`."""
@@ -77,10 +77,10 @@ def _joined(
 
 
 # [a-z0-9]{1,6}((\.|_|__|-{1,2})[a-z0-9]{1,6}){0,2}: a path component
-COMPONENT = _joined(st.text(LOWER_ALNUM, min_size=1, max_size=6), [".", "_", "__", "-", "--"], 2)
+COMPONENT = separated(st.text(LOWER_ALNUM, min_size=1, max_size=6), [".", "_", "__", "-", "--"], 2)
 PATH = st.lists(COMPONENT, min_size=1, max_size=3).map("/".join)
 # [a-z0-9]{1,8}(-[a-z0-9]{1,8})?: a DNS label
-DNS = _joined(st.text(LOWER_ALNUM, min_size=1, max_size=8), ["-"], 1)
+DNS = separated(st.text(LOWER_ALNUM, min_size=1, max_size=8), ["-"], 1)
 # 1?[0-9]{1,2}: a part of a dotted address
 OCTET = st.tuples(st.sampled_from(["", "1"]), st.text(DIGITS, min_size=1, max_size=2)).map("".join)
 HOST = st.one_of(
