@@ -95,10 +95,11 @@ lock: $(DEV_VENV)/.installed
 	perl -0pi -e 's/# via\n    #   -c requirements-dev\.lock\n    #   (\S[^\n]*)\n(?!    #   )/# via $$1\n/g; s/\n    #   -c requirements-dev\.lock(?=\n)//g' \
 		requirements-stages.lock requirements.txt
 
-# Fast feedback (under a minute on 2 cores, a fresh clone too), no lab and no engine needed: lint, format, types,
-# import layers, and every test marked neither `lab` nor `real` nor `slow` (tests/conftest.py marks
-# the first two, a test on the S3 server among the `real`; `slow`: a whole command line in a
-# subprocess, hundreds of hypothesis examples), each within CHECK_TEST_SECONDS. ruff and
+# Fast feedback (under a minute on 2 cores, a fresh clone too), no lab and no engine needed: lint,
+# format, types, import layers, and every test marked neither `lab` nor `real` nor `slow`
+# (tests/conftest.py marks the first two, a test on the S3 server among the `real`; `slow`: a
+# whole command line in a subprocess, hundreds of hypothesis examples), each within
+# CHECK_TEST_SECONDS. ruff and
 # import-linter keep their caches in the work tree (.ruff_cache, .import_linter_cache; both take
 # under a second even cold). mypy, one process, runs beside the tests (its output after theirs)
 # and keeps its cache in the dev venv (MYPY_CACHE), outside the work tree and keyed as the venv is
