@@ -171,12 +171,14 @@ def test_perf_stage_parses_a_real_aiperf_sweep(
     assert ProfileResults.load(tmp_path / "perf" / "results.json") == results
     assert (tmp_path / "perf" / "c2" / "aiperf" / "profile_export_aiperf.json").is_file()
     assert "concurrency 2 finished" in progress.getvalue()
-    # The graph's own counters: both workers read, every request counted once, each video's three
-    # questions on one worker (so each worker served a multiple of three).
+    # The graph's own counters: both workers read, every request counted once. Which worker served
+    # which turn is the router's: a session kept on one worker is proved by the smoke probe's test
+    # above and by tests/lab/test_graph_integration.py, one request at a time. Under AIPerf on a
+    # loaded host it is not certain: in one `make test` (2026-12-06) the frontend's log showed a
+    # video's third turn routed afresh by round robin, so the workers served 4 and 2.
     counts = level.graph
     assert counts is not None and counts.unreachable == []
     assert len(counts.workers) == 2 and sum(counts.served()) == 6
-    assert all(served % 3 == 0 for served in counts.served()), counts
     assert counts.frontend is not None and counts.frontend.requests == 6
     assert counts.frontend.input_tokens > 0 and counts.frontend.cached_tokens > 0
     assert "graph metrics: " in progress.getvalue()
