@@ -95,7 +95,7 @@ lock: $(DEV_VENV)/.installed
 	perl -0pi -e 's/# via\n    #   -c requirements-dev\.lock\n    #   (\S[^\n]*)\n(?!    #   )/# via $$1\n/g; s/\n    #   -c requirements-dev\.lock(?=\n)//g' \
 		requirements-stages.lock requirements.txt
 
-# Fast feedback (under a minute on 2 cores, a fresh clone too), no lab and no engine needed: lint,
+# Fast feedback (about a minute on 2 cores, a fresh clone too), no lab and no engine needed: lint,
 # format, types, import layers, and every test marked neither `lab` nor `real` nor `slow`
 # (tests/conftest.py marks the first two, a test on the S3 server among the `real`; `slow`: a
 # whole command line in a subprocess, hundreds of hypothesis examples), each within
@@ -107,7 +107,8 @@ lock: $(DEV_VENV)/.installed
 # mypy takes a module's cached result where its content is unchanged, whatever its mtime. Measured
 # on 2 cores (2026-12-06): mypy alone took 36 s with no cache and 1 s in a fresh clone with the
 # shared one; `make check` in a fresh clone 62-68 s with a cache of its own, 51 s with the
-# shared one, and 45-50 s in a warm tree.
+# shared one, and 45-50 s in a warm tree; later that day 51-63 s in a fresh clone and up to 65 s
+# in a warm tree, as this machine's speed varied from hour to hour.
 MYPY_CACHE := $(DEV_VENV)/mypy-cache
 check: $(DEV_VENV)/.installed
 	$(DEV_VENV)/bin/ruff check --no-fix .
