@@ -23,7 +23,6 @@ ConfigMap, the media Service, the pip Secret, the Job and its pod template, and 
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import re
 from dataclasses import dataclass, field
@@ -46,6 +45,7 @@ from stages.core.pod_plans import (
     PlanSettings,
     PodPlace,
     perf_pod_plan,
+    plan_file,
     program_files,
     smoke_pod_config,
 )
@@ -170,7 +170,7 @@ def perf_manifests(
     )
     files = program_files("perf_pod.py")
     files[AIPERF_LOCK.name] = AIPERF_LOCK.read_bytes()
-    files[PERF_PLAN] = gzip.compress(json.dumps(plan).encode(), mtime=0)
+    files[PERF_PLAN] = plan_file(plan)
     script = entry_script(
         f"AIPerf {AIPERF_VERSION} (the stages' lock) and FFmpeg",
         ["--no-deps", "-r", str(CONFIG_DIR / AIPERF_LOCK.name), IMAGEIO_FFMPEG],

@@ -13,7 +13,6 @@ the AIPerf group it started before it exits (`pod_common.run_pod_program`), give
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import socket
@@ -37,6 +36,7 @@ from stages.core.pod_plans import (
     PodPlace,
     dataset_path,
     perf_pod_plan,
+    plan_file,
     program_files,
     smoke_pod_config,
 )
@@ -209,7 +209,7 @@ def run_local_perf(
         no_link_below(out_dir, f"c{concurrency}")  # the program and AIPerf write there unchecked
         rows = dataset_rows(timed, concurrency, media)
         write_dataset(rows, dataset_path(place, concurrency))
-    content = gzip.compress(json.dumps(plan).encode(), mtime=0)
+    content = plan_file(plan)
     with HostSampler() as host:
         run = run_locally("perf_pod.py", (PERF_PLAN, content), out_dir, printer("perf lab", stream))
     if conditions is not None:

@@ -7,8 +7,6 @@ path runs end to end before any cluster: the lab's frontend accepts the `video_u
 
 from __future__ import annotations
 
-import gzip
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,7 +17,7 @@ from common.ports import free_port
 from components.routing import RoutingProfile
 from lab.environment import LabInstall
 from lab.graph import LabGraph
-from stages.core.pod_plans import PERF_PLAN, PlanSettings, PodPlace, perf_pod_plan
+from stages.core.pod_plans import PERF_PLAN, PlanSettings, PodPlace, perf_pod_plan, plan_file
 from stages.core.report import write_report
 from stages.core.results import ProfileResults
 from stages.core.verdicts import sweep_results
@@ -50,7 +48,7 @@ def test_the_cluster_perf_plan_sweeps_the_lab_with_real_videos(
     )
     settings = PlanSettings(tokenizer=str(lab_install.model_dir), model_wait_seconds=30)
     plan = perf_pod_plan(graph.outputs, TINY, VideoUrl(media), media, place, settings)
-    content = gzip.compress(json.dumps(plan).encode())
+    content = plan_file(plan)
 
     run = run_locally("perf_pod.py", (PERF_PLAN, content), tmp_path / "perf", lambda _: None)
 
