@@ -22,11 +22,6 @@ from typing import Any
 from components.live import LiveReadError
 
 POLL_SECONDS = 5.0
-FIRST_POLL_SECONDS = 1.0
-"""The reads after the first come 1, 2 and 4 s apart, then every `POLL_SECONDS`: what is done
-within seconds (a re-run's Job, a graph on a small cluster) is seen then, not up to 5 s later,
-and a download of an hour is still read once every 5 s. On the local cluster a layer's `up`
-took 4.8 s instead of 9 (2026-12-07)."""
 DEADLINE_MARGIN_SECONDS = 120
 """How long past a Job's deadline the wait gives Kubernetes to record it (the Job controller
 marks `FailureTarget` within seconds; a minute's informer resync is the slowest it can be)."""
@@ -213,16 +208,13 @@ async def wait_for(
     report: Callable[[str], None],
     failed_grace_seconds: float = 0.0,
     poll_seconds: float = POLL_SECONDS,
-    first_poll_seconds: float = FIRST_POLL_SECONDS,
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
 ) -> Verdict:
     """Judge until done (the verdict is returned), failed for `failed_grace_seconds` on end, or
     `timeout_seconds` (both raise `WaitFailed`). Each new summary is reported. A read that fails
-    (`LiveReadError`: the API server did not answer) is a waiting verdict: the wait goes on. The
-    pause between reads doubles from `first_poll_seconds` to `poll_seconds`."""
+    (`LiveReadError`: the API server did not answer) is a waiting verdict: the wait goes on."""
     began = clock()
-    pause = min(first_poll_seconds, poll_seconds)
     failing_since: float | None = None
     said = ""
     while True:
@@ -241,8 +233,7 @@ async def wait_for(
             failing_since = None
         if now - began >= timeout_seconds:
             raise WaitFailed(verdict, timed_out=True)
-        await sleep(pause)
-        pause = min(2 * pause, poll_seconds)
+        await sleep(poll_seconds)
 
 
 async def _judged(judge: Callable[[], Verdict]) -> Verdict:

@@ -203,18 +203,3 @@ def test_a_failure_ends_the_wait_once_it_lasted_its_grace() -> None:
     assert recovered == DONE, "a failure that clears within the grace is not an ending"
     lasting, _ = run_wait([FAILED], timeout_seconds=600, failed_grace_seconds=30)
     assert isinstance(lasting, WaitFailed) and not lasting.timed_out
-
-
-def test_the_first_reads_come_quickly_then_every_poll_interval() -> None:
-    clock = FakeClock()
-    read_at: list[float] = []
-
-    def judge() -> Verdict:
-        read_at.append(clock.now)
-        return DONE if clock.now >= 20 else WAITING
-
-    async def main() -> Verdict:
-        return await wait_for(judge, 60, lambda _: None, clock=clock, sleep=clock.sleep)
-
-    assert asyncio.run(main()) == DONE
-    assert read_at == [0, 1, 3, 7, 12, 17, 22], "1, 2 and 4 s apart, then POLL_SECONDS (5 s)"
