@@ -50,7 +50,8 @@ def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -
     # profile, on two busy cores) the lab's noise is too large to show convergence. A video of 24k
     # tokens: a cold prefill of 495 ms in the engine's time against a warm one's 17 ms puts round
     # robin's mean latency (4 cold requests of 8) about 120 ms above affinity's (2 of 8). With
-    # 12k it was 58 ms, and a loaded host once reversed the two (CI, 2026-12-07: 387 and 409 ms).
+    # 12k it was 58 ms. A loaded host can still reverse them (CI, 2026-12-07: 387 and 409 ms at
+    # 12k, then 597 and 739 ms at 24k, with the program's waits then shortened, since reverted).
     truth = LabKnobs(
         speed=EngineSpeed(speedup=1.0, decode_speedup=1.5),
         prefix_tokens=24_000,
