@@ -99,9 +99,7 @@ class ServiceTimes(BaseModel):
             raise ModelMismatch(
                 f"mean latencies round robin {rr:.1f} ms and session affinity {aff:.1f} ms, with "
                 f"TTFT {warm_ttft_ms:.1f} ms, give a warm request of {warm:.1f} ms and a cold one "
-                f"of {cold:.1f} ms: the model needs TTFT < warm < cold (is round robin slower "
-                "than session affinity in this row, and are workers, questions and output tokens "
-                "the ones it was measured with?)"
+                f"of {cold:.1f} ms: the model needs TTFT < warm < cold"
             )
         return cls(
             warm_ms=warm, cold_ms=cold, warm_ttft_ms=warm_ttft_ms, output_tokens=output_tokens
@@ -113,14 +111,20 @@ class ServiceTimes(BaseModel):
     ) -> ServiceTimes:
         """A published row: requests/s at concurrency c means a mean latency of c / (req/s)."""
         latency = {p: row.concurrency * 1000 / row.of(p).requests_per_second for p in (RR, AFF)}
-        return cls.solve(
-            latency,
-            row.session_affinity.ttft_p50_ms,
-            workers,
-            questions,
-            output_tokens,
-            row.concurrency,
-        )
+        try:
+            return cls.solve(
+                latency,
+                row.session_affinity.ttft_p50_ms,
+                workers,
+                questions,
+                output_tokens,
+                row.concurrency,
+            )
+        except ModelMismatch as error:
+            raise ModelMismatch(
+                f"{error} (is round robin slower than session affinity in this row, and are "
+                "workers, questions and output tokens the ones it was measured with?)"
+            ) from error
 
     def errors(self, target: ServiceTimes) -> dict[str, float]:
         """Relative error of each time against `target`'s."""

@@ -19,6 +19,8 @@ from lab.sweep import LabKnobs, LabRunner, LabSweep
 pytestmark = pytest.mark.lab
 
 SWEEP = LabSweep(workers=2, questions=3, output_tokens=8, concurrencies=(1,), waves=1)
+SLOWDOWN = 3.0
+"""How much slower than the deployment the calibration test's lab runs (see that test)."""
 
 
 def knobs(delay_ms: float) -> LabKnobs:
@@ -49,9 +51,10 @@ def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -
     # profile's results.json as it would on a cluster. One check: at this size (8 requests per
     # profile, on two busy cores) the lab's noise is too large to show convergence. A video of 24k
     # tokens: a cold prefill of 495 ms in the engine's time against a warm one's 17 ms puts round
-    # robin's mean latency (4 cold requests of 8) about 120 ms above affinity's (2 of 8). With
-    # 12k it was 58 ms. A loaded host can still reverse them (CI, 2026-12-07: 387 and 409 ms at
-    # 12k, then 597 and 739 ms at 24k, with the program's waits then shortened, since reverted).
+    # robin's mean latency (4 cold requests of 8) about 120 ms above affinity's (2 of 8). The
+    # "cluster" and the check both run 3x slower and rescale, so that a busy host's delays shrink
+    # 3x against that gap: CI saw the check reverse the two twice at 1x (2026-12-07; 387 against
+    # 409 ms, then 597 against 739), and `lab calibrate` refuse it, as it should.
     truth = LabKnobs(
         speed=EngineSpeed(speedup=1.0, decode_speedup=1.5),
         prefix_tokens=24_000,
@@ -60,9 +63,7 @@ def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -
     sweep = LabSweep(workers=2, questions=4, output_tokens=16, concurrencies=(1,))
     cluster = LabRunner(tmp_path / "cluster", say=lambda _: None)
     for profile in RoutingProfile:
-        # 3x slower and rescaled, so that a busy host does not reorder the two profiles' latencies
-        # (seen beside a Go build at real time: round robin faster than affinity, unsolvable).
-        cluster(profile, truth, sweep, 3.0)
+        cluster(profile, truth, sweep, SLOWDOWN)
     results = [
         tmp_path / "cluster" / f"0{n}-{p.value}" / "c1" / "results.json"
         for n, p in enumerate(RoutingProfile, start=1)
@@ -75,7 +76,7 @@ def test_the_results_a_real_perf_stage_wrote_calibrate_the_lab(tmp_path: Path) -
         "--results",
         *map(str, results),
         "--slowdown",
-        "1",
+        str(SLOWDOWN),
         "--max-runs",
         "1",
     ]

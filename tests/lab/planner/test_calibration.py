@@ -14,7 +14,8 @@ from lab.planner.measured_table import RECIPE_TABLE, LevelMetrics, MeasuredRow, 
 from lab.planner.prediction import cell_deviations, predict
 from lab.planner.prediction_report import render
 from lab.planner.service_times import ModelMismatch, ServiceTimes
-from lab.sweep import LabSweep
+from lab.sweep import LabKnobs, LabSweep
+from stages.core.results import LevelResult
 from stages.core.typed_files import write_model
 from tests.lab.planner.fake_lab import FakeLab
 
@@ -51,6 +52,33 @@ def test_the_recipe_row_gives_the_times_its_requests_per_second_imply() -> None:
 def test_a_row_where_round_robin_wins_is_refused_with_the_reason() -> None:
     with pytest.raises(ModelMismatch, match="TTFT < warm < cold"):
         ServiceTimes.solve({RR: 300.0, AFF: 400.0}, 58.0, 8, 20, 128)
+
+
+def test_a_published_row_where_round_robin_wins_is_refused_asking_about_the_row() -> None:
+    row = RECIPE_TABLE.row(1)
+    swapped = MeasuredRow(
+        concurrency=1, round_robin=row.session_affinity, session_affinity=row.round_robin
+    )
+
+    with pytest.raises(ModelMismatch, match="slower than session affinity in this row"):
+        ServiceTimes.of_row(swapped, 8, 20, 128)
+
+
+def test_a_check_the_host_reordered_is_refused_naming_the_check_and_the_slowdown() -> None:
+    lab = FakeLab()
+
+    def reordered(
+        profile: RoutingProfile, knobs: LabKnobs, sweep: LabSweep, slowdown: float
+    ) -> list[LevelResult]:
+        return lab(AFF if profile is RR else RR, knobs, sweep, slowdown)
+
+    with pytest.raises(CalibrationError) as refused:
+        calibrate(RECIPE_TABLE, 1, reordered, 4, say=lambda _: None)
+
+    message = str(refused.value)
+    assert "the lab's check at --slowdown 4 does not fit" in message
+    assert "TTFT < warm < cold" in message and "larger --slowdown" in message
+    assert "in this row" not in message  # the row solved; it is not the row's fault
 
 
 def test_first_knobs_put_the_cold_extra_into_the_prefix_and_the_rest_before_the_engine() -> None:
