@@ -1,6 +1,6 @@
 """Measure the lab end to end: install time, main command time, lab graph memory.
 
-    .venv-dev/bin/python -m lab.benchmark                  # in place: lab/setup.sh, then lab ab
+    .venv-dev/bin/python -m lab.benchmark                  # in place: make engine, setup.sh, lab ab
     .venv-dev/bin/python -m lab.benchmark --reinstall-lab  # in place, after deleting .lab/
     .venv-dev/bin/python -m lab.benchmark --fresh-copy     # as from a fresh clone, every install
 

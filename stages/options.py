@@ -2,9 +2,9 @@
 
 Every value is checked when the command line is parsed: a bad one is an argparse error (exit
 status 2), `--option must be <requirement>, got '<value>'`, before anything runs; a `secret`
-option's value is never shown (a URL may carry a password). The lab's and the archive's commands
-build their options from the same vocabulary (`checked_option` and the `*_option` kinds), so a bad
-value fails the same way in every command.
+option's value is never shown (a URL may carry a password). `smoke`, `perf`, both A/B commands and
+the lab's build their options from this vocabulary (`checked_option` and the `*_option` kinds); the
+archive's and `report --stacks/--run-ids` use argparse types of their own (also exit status 2).
 """
 
 from __future__ import annotations

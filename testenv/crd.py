@@ -3,8 +3,7 @@
 The local control plane installs it (`testenv.cluster`), `tools.validate` judges every graph
 against it, `make lab` runs graphs under it. Where it is read from, the first that is given wins:
 
-1. the command's `--crd FILE` (`python -m testenv.cluster up`, `python -m tools.validate`,
-   `python -m lab ab`);
+1. the command's `--crd FILE` (`python -m testenv.cluster up`, `python -m tools.validate`);
 2. `$COSMOS3_DGD_CRD`;
 3. `../shared/reference/nvidia.com_dynamographdeployments.yaml` beside the clone, where the
    project's CI keeps it.
