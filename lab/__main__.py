@@ -63,7 +63,7 @@ from stages import cli as stages_cli
 from stages.ab.cli import ab_run, add_run_arguments, print_summary
 from stages.ab.cli import say as ab_say
 from stages.ab.orchestrator import run_ab as run_orchestrator
-from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, StageError
+from stages.errors import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_USAGE, AbandonRun, StageError
 from stages.incluster.processes import signals_as_keyboard_interrupt
 from stages.options import add_workload_arguments, checked_option, positive_integer_option
 
@@ -232,7 +232,7 @@ def _run(args: argparse.Namespace) -> int:
                 return int(args.handler(args))
             with claimed_folder(args.out, WRITER, command=f"{WRITER} {args.command}"):
                 return int(args.handler(args))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, AbandonRun):  # AbandonRun: the A/B's second Ctrl-C
         print("lab: interrupted; every lab process was stopped", file=sys.stderr)
         return EXIT_INTERRUPTED
     except (LabNotInstalled, LabGraphError, StageError) as error:

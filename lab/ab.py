@@ -28,7 +28,8 @@ from lab.graph import GraphSpec, LabGraph
 from lab.mocker_timing import REAL_SPEED
 from lab.stage_tools import lab_tools
 from lab.time_scale import REAL_TIME, chosen_conditions
-from stages.ab.orchestrator import AbResult, AbRun
+from stages.ab.orchestrator import AbResult
+from stages.ab.plan import AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
 from stages.core.results import RunConditions

@@ -22,9 +22,11 @@ from pathlib import Path
 from common import REPO_ROOT
 from common.input_files import MAX_RECORD_BYTES, read_text
 from stages.ab.cluster_target import LAYER_STACK, PROFILE_STACKS, ClusterAbTarget
-from stages.ab.orchestrator import AbResult, AbRun
+from stages.ab.orchestrator import AbResult
 from stages.ab.orchestrator import run_ab as run_orchestrator
+from stages.ab.plan import AbRun
 from stages.ab.pulumi_stacks import PulumiStacks
+from stages.ab.run_archive import own_name
 from stages.archive import DEFAULT_PREFIX, ArchiveLocation, current_commit, new_run_id
 from stages.archive.cli import ArchiveUsageError, archive_location, segment
 from stages.cluster.run import check_cluster_workload
@@ -158,16 +160,22 @@ def usage_problem(args: argparse.Namespace) -> str | None:
     """What the parser cannot check option by option: an archive (unless rehearsing) and its
     location, and stacks that cannot be an A/B: one stack for both profiles (the second `up`
     would replace the first profile's graph), or the layer stack as a profile's (its destroy
-    would delete the model cache's owner)."""
+    would delete the model cache's owner). Stacks are compared by their own names, the last part
+    of `<org>/<project>/<stack>`: `shared` and `acme/cosmos3-nano-reasoner/shared` may be one
+    stack, and the archive keys runs by that name alone."""
     if not args.rehearse and args.archive_bucket is None:
         return "--archive-bucket BUCKET is required (unless --rehearse)"
-    first, second = args.stacks
+    first, second = (own_name(stack) for stack in args.stacks)
     if first == second:
-        return f"--stacks names {first} twice: give the round-robin stack, then the session-affinity one"
-    if args.layer_stack in args.stacks:
         return (
-            f"--stacks includes the layer stack {args.layer_stack} (--layer-stack): a profile's "
-            "stack is destroyed after its run, the layer stack never"
+            f"--stacks names {first} twice ({' and '.join(args.stacks)}): give the round-robin "
+            "stack, then the session-affinity one, with different names"
+        )
+    layer = own_name(args.layer_stack)
+    if layer in (first, second):
+        return (
+            f"--stacks includes the layer stack {layer} (--layer-stack {args.layer_stack}): a "
+            "profile's stack is destroyed after its run, the layer stack never"
         )
     return archive_problem(args)
 
@@ -260,6 +268,6 @@ def print_summary(result: AbResult, ab: AbRun) -> None:
     else:
         print(f"report: not written (continue with --run-id {ab.run_id})")
         verdict = f"the A/B did not finish (continue with --run-id {ab.run_id})"
-    report = result.report
+    report = result.report or result.refused_report  # the refused one says why it failed
     written = report and verdict_in(read_text(report, "A/B report", MAX_RECORD_BYTES))
     print(written or f"{VERDICT_PREFIX}inconclusive: {verdict}")

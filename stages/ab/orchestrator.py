@@ -3,9 +3,14 @@ then the report of both, archived too. The same orchestration for the lab and fo
 
 Resumable: every run has an id, and a profile whose perf results for that id are archived is not
 run again, so a second run after a failure continues where the first stopped (an interrupted
-archive push is finished, never overwritten). On a failure or Ctrl-C the current profile's graph is
-taken down unless `keep`; the later profiles are not run. The command ends with one line per
-profile: passed, failed (why), skipped (already archived) or not run.
+archive push is finished, never overwritten); a second run with another workload is refused before
+anything is deployed. On a failure or Ctrl-C the current profile's graph is taken down unless
+`keep`; the later profiles are not run, nor are they when a graph could not be taken down and
+holds the GPUs the next would use. The command ends with one line per profile: passed, failed
+(why), skipped (already archived) or not run.
+
+What a run id already holds in the archive, and how a resume finishes what it began:
+`stages/ab/run_archive.py`.
 """
 
 from __future__ import annotations
@@ -18,22 +23,21 @@ from pathlib import Path
 
 from common.confined_paths import write_file
 from common.credentials import mask, mask_values
-from components.contract import StackOutputs
 from components.routing import RoutingProfile
-from stages.ab.plan import PROFILES, Budget, Outcome, ProfileOutcome, decide_budget
-from stages.ab.target import AbTarget, Say
-from stages.archive import (
-    ArchiveLocation,
-    RunNotFoundError,
-    RunRecord,
-    Stage,
-    download_record,
-    fetch_record,
-    resume_run,
+from stages.ab.plan import PROFILES, AbRun, Budget, Outcome, ProfileOutcome, decide_budget
+from stages.ab.run_archive import (
+    OUTPUTS_FILE,
+    archived,
+    finish_interrupted_pushes,
+    own_name,
+    push,
+    refuse_another_workload,
 )
+from stages.ab.target import AbTarget, Say
+from stages.archive import Stage, download_record
 from stages.archive.report_inputs import fetch_pair, write_sources
+from stages.core.ab_verdict import ReportError
 from stages.core.report import REPORT_FILE, write_report
-from stages.core.workload import PerfWorkload
 from stages.errors import AbandonRun, StageError, UsageError
 from stages.targets import StageTarget
 
@@ -42,33 +46,13 @@ REHEARSAL_FILE = "rehearsal.txt"
 ROUTING_FILE = "routing.json"
 
 
-@dataclass(frozen=True)
-class AbRun:
-    """One A/B run: its id, its workload, and where its results go."""
-
-    run_id: str
-    workload: PerfWorkload
-    out_dir: Path
-    archive: ArchiveLocation
-    keep: bool = False
-    """Leave every graph deployed (for a look at a failure); otherwise each is taken down."""
-    commit: str | None = None
-    smoke_wait_seconds: float = 60.0
-    perf_wait_seconds: float = 600.0
-    rehearse: bool = False
-    """Deploy and take down each graph for real, but write what each stage would run instead of
-    running it: nothing measured, nothing archived, no report. For a target whose graphs serve
-    nothing (the local cluster, where kwok stands in for the operator)."""
-
-    def profile_dir(self, profile: RoutingProfile) -> Path:
-        return self.out_dir / self.run_id / profile.value
-
-
 @dataclass
 class AbResult:
     outcomes: dict[RoutingProfile, ProfileOutcome] = field(default_factory=dict)
     report: Path | None = None
     report_failure: str | None = None
+    refused_report: Path | None = None
+    """A report written, and not archived, because it says the A/B failed."""
     interrupted: bool = False
     rehearsal: bool = False
 
@@ -94,7 +78,11 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     say(f"run {run.run_id} on the {target.name}: {budget.reason}")
     pending = []
     for profile in PROFILES:
-        if not run.rehearse and _archived(run, target.stack(profile), profile, Stage.PERF):
+        if not run.rehearse:
+            finish_interrupted_pushes(run, target, profile, say)
+        record = None if run.rehearse else archived(run, target, profile, Stage.PERF)
+        if record:
+            refuse_another_workload(run, record)  # before anything is deployed
             detail = f"perf results of run {run.run_id} already archived"
             result.outcomes[profile] = ProfileOutcome(profile, Outcome.SKIPPED, detail)
         else:
@@ -115,6 +103,7 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
             result.report = _report(target, run, say)
         except StageError as error:
             result.report_failure = _first_line(error)
+            result.refused_report = error.written if isinstance(error, ReportError) else None
             say(f"report FAILED: {error}")
     return result
 
@@ -136,10 +125,10 @@ def _run_pending(
         for current in pending:
             _run_profile(target, run, current, deployed, say)
             result.outcomes[current] = ProfileOutcome(current, Outcome.PASSED)
-            if not budget.side_by_side and not run.keep:
-                _teardown(target, current, result, say)
+            if not budget.side_by_side:  # the next graph needs its GPUs, `keep` or not
+                taken_down = _teardown(target, current, result, say)
                 deployed.remove(current)
-                if result.interrupted:  # during the take-down: stop after it, as asked
+                if result.interrupted or not taken_down:  # as asked; or its GPUs are not free
                     return
     except StageError as error:
         failed = current or pending[0]
@@ -160,13 +149,14 @@ def _run_profile(
     deployed: list[RoutingProfile],
     say: Say,
 ) -> None:
-    stack = target.stack(profile)
-    say(f"{profile.value}: deploying its graph ({stack})")
+    say(f"{profile.value}: deploying its graph ({target.stack(profile)})")
     started = time.monotonic()
     deployed.append(profile)
     outputs = target.deploy(profile, say)
     say(f"{profile.value}: graph ready after {time.monotonic() - started:.0f} s")
     directory = run.profile_dir(profile)
+    directory.mkdir(parents=True, exist_ok=True)
+    write_file(directory / OUTPUTS_FILE, json.dumps(outputs.to_json_dict(), indent=2) + "\n")
     stages = target.stage_target(outputs)
     if run.rehearse:
         _rehearse_stages(stages, run, directory, say)
@@ -179,8 +169,9 @@ def _run_profile(
     if smoke.routing is not None:
         say(f"{profile.value}: {smoke.routing.summary()}")
         smoke.routing.save(smoke_dir / ROUTING_FILE)
-    if not _archived(run, stack, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
-        _push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
+    stack = own_name(target.stack(profile))
+    if not archived(run, target, profile, Stage.SMOKE):  # an earlier attempt's smoke counts
+        push(run, stack, Stage.SMOKE, outputs, smoke_dir, say)
     say(f"{profile.value}: AIPerf sweep at concurrency {list(run.workload.concurrencies)}")
     started = time.monotonic()
     perf_dir = directory / "perf"
@@ -188,7 +179,7 @@ def _run_profile(
     say(f"{profile.value}: sweep done in {time.monotonic() - started:.0f} s")
     if smoke.routing is not None:  # the report reads one file per profile: the probe joins it
         results.model_copy(update={"routing": smoke.routing}).save(perf_dir / "results.json")
-    _push(run, stack, Stage.PERF, outputs, perf_dir, say)
+    push(run, stack, Stage.PERF, outputs, perf_dir, say)
 
 
 def _teardown_all(
@@ -212,19 +203,23 @@ def _rehearse_stages(stages: StageTarget, run: AbRun, directory: Path, say: Say)
         say(f"{outputs.profile.value}: {stage} rehearsed (not run): {path}")
 
 
-def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: Say) -> None:
-    """Take a profile's graph down; an interrupt meanwhile does not stop it (it is noted, and
-    the take-down is run again in case it had not started), a second one abandons the run."""
+def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: Say) -> bool:
+    """Take a profile's graph down, True when it is; an interrupt meanwhile does not stop it (it
+    is noted, and the take-down is run again in case it had not started), a second one abandons
+    the run. A failed take-down fails the profile, after the reason it had already failed."""
     say(f"{profile.value}: taking its graph down")
     for attempt in (1, 2):
         try:
             target.teardown(profile, say)
-            return
+            return True
         except StageError as error:
             detail = f"its graph could not be taken down: {_first_line(error)}"
-            result.outcomes[profile] = ProfileOutcome(profile, Outcome.FAILED, detail)
             say(f"{profile.value}: {detail}")
-            return
+            earlier = result.outcomes.get(profile)
+            if earlier is not None and earlier.outcome is Outcome.FAILED:
+                detail = f"{earlier.detail}; then {detail}"
+            result.outcomes[profile] = ProfileOutcome(profile, Outcome.FAILED, detail)
+            return False
         except KeyboardInterrupt:
             result.interrupted = True
             if attempt == 2:
@@ -235,37 +230,21 @@ def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: 
                 f"{profile.value}: interrupted; taking its graph down all the same "
                 "(Ctrl-C again exits at once)"
             )
-
-
-def _archived(run: AbRun, stack: str, profile: RoutingProfile, stage: Stage) -> RunRecord | None:
-    try:
-        return fetch_record(run.archive, stack, profile, run.run_id, stage)
-    except RunNotFoundError:
-        return None
-
-
-def _push(
-    run: AbRun, stack: str, stage: Stage, outputs: StackOutputs, directory: Path, say: Say
-) -> None:
-    record = RunRecord.create(
-        stack=stack, stage=stage, outputs=outputs, run_id=run.run_id, commit=run.commit
-    )
-    outcome = resume_run(directory, record, run.archive)
-    say(f"{outputs.profile.value}: {stage.value} archived as {outcome.record.describe()}")
+    return False  # not reached: the second attempt returns or raises
 
 
 def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     """Both profiles' archived perf results side by side, written and archived once per run."""
     candidate = PROFILES[-1]
-    stack = target.stack(candidate)
+    stack = own_name(target.stack(candidate))
     report_dir = run.out_dir / run.run_id / "report"
     report = report_dir / REPORT_FILE
-    if record := _archived(run, stack, candidate, Stage.REPORT):
+    if record := archived(run, target, candidate, Stage.REPORT):
         if not report.is_file():
             download_record(run.archive, record, report_dir)
         say(f"report of run {run.run_id} already archived: {report}")
         return report
-    stacks = [target.stack(profile) for profile in PROFILES]
+    stacks = [own_name(target.stack(profile)) for profile in PROFILES]
     with tempfile.TemporaryDirectory(prefix="ab-report-") as work_dir:
         pair = fetch_pair(run.archive, stacks, [run.run_id, run.run_id], Path(work_dir))
     if pair[0].results.workload != pair[1].results.workload:
@@ -277,7 +256,7 @@ def _report(target: AbTarget, run: AbRun, say: Say) -> Path:
     write_report(pair[0].results, pair[1].results, report_dir)
     write_sources(pair, report_dir)
     outputs = pair[-1].record.stack_outputs()
-    _push(run, stack, Stage.REPORT, outputs, report_dir, say)
+    push(run, stack, Stage.REPORT, outputs, report_dir, say)
     latest = mask_values({"runId": run.run_id})
     write_file(run.out_dir / "latest-run.json", json.dumps(latest) + "\n")
     return report

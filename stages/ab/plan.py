@@ -10,16 +10,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from pathlib import Path
 
 from components.contract import StackOutputs
 from components.routing import SESSION_HEADER, RoutingProfile
 from components.settings import config_key
+from stages.archive import ArchiveLocation
+from stages.core.workload import PerfWorkload
 from stages.errors import UsageError
 
 PROFILES = (RoutingProfile.ROUND_ROBIN, RoutingProfile.SESSION_AFFINITY)
 """The baseline first, then the candidate the report evaluates."""
 RECIPE_GRAPH_GPUS = 8
 """A graph's GPUs when its stack has never been deployed: the recipe's 8 workers x 1 GPU."""
+
+
+@dataclass(frozen=True)
+class AbRun:
+    """One A/B run: its id, its workload, and where its results go."""
+
+    run_id: str
+    workload: PerfWorkload
+    out_dir: Path
+    archive: ArchiveLocation
+    keep: bool = False
+    """Leave a graph deployed after a failure or Ctrl-C, for a look at it (and every graph, when
+    they fit side by side); a graph that passed is still taken down when the next profile needs its
+    GPUs."""
+    commit: str | None = None
+    smoke_wait_seconds: float = 60.0
+    perf_wait_seconds: float = 600.0
+    rehearse: bool = False
+    """Deploy and take down each graph for real, but write what each stage would run instead of
+    running it: nothing measured, nothing archived, no report. For a target whose graphs serve
+    nothing (the local cluster, where kwok stands in for the operator)."""
+
+    def profile_dir(self, profile: RoutingProfile) -> Path:
+        return self.out_dir / self.run_id / profile.value
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from components.routing import RoutingProfile
 from stages.core.markdown import markdown_text
@@ -34,7 +35,12 @@ VERDICT_PREFIX = "verdict: "
 
 
 class ReportError(StageFailed):
-    """The results cannot be compared."""
+    """The results cannot be compared, or the report is written and says why the A/B failed
+    (`written`: its path)."""
+
+    def __init__(self, message: str, written: Path | None = None) -> None:
+        super().__init__(message)
+        self.written = written
 
 
 @dataclass(frozen=True)
@@ -91,8 +97,16 @@ def mechanism_failure(pair: ABPair) -> str | None:
 
 def inconclusive_reason(pair: ABPair) -> str | None:
     """Why the pair cannot carry a verdict, or None."""
-    if pair.round_robin.workload != pair.affinity.workload:
+    baseline, candidate = pair.round_robin, pair.affinity
+    if baseline.workload != candidate.workload:
         return "the two profiles ran different workloads"
+    if baseline.workers != candidate.workers:
+        counts = f"round robin {baseline.workers}, session affinity {candidate.workers}"
+        return f"the two graphs ran different worker counts ({counts})"
+    paces = [r.conditions.time_scale for r in (baseline, candidate) if r.conditions is not None]
+    if len(paces) == 2 and paces[0] != paces[1]:
+        scales = f"round robin {paces[0]:g}x, affinity {paces[1]:g}x"
+        return f"the two profiles ran at different time scales ({scales})"
     for results in (pair.round_robin, pair.affinity):
         name = results.profile.value
         if not results.complete:

@@ -96,7 +96,7 @@ def detail_table(pair: ABPair) -> list[str]:
 
 def cache_section(pair: ABPair) -> list[str]:
     workload = pair.affinity.workload
-    workers = pair.affinity.workers
+    workers = pair.round_robin.workers  # the reference is round robin's graph
     limit = workload.affinity_hit_limit
     scatter = random_scatter_hit_ratio(workers, workload.questions)
     round_robin = (
@@ -121,7 +121,13 @@ def cache_section(pair: ABPair) -> list[str]:
 def workload_lines(pair: ABPair) -> list[str]:
     rr, workload = pair.round_robin, pair.round_robin.workload
     graphs = f"{markdown_text(rr.graph_name)} vs {markdown_text(pair.affinity.graph_name)}"
-    target = f"- Target: {markdown_text(rr.target)} ({graphs}), {rr.workers} workers each."
+    aff = pair.affinity
+    workers = (
+        f"{rr.workers} workers each"
+        if rr.workers == aff.workers
+        else f"round robin {rr.workers} workers, session affinity {aff.workers}"
+    )
+    target = f"- Target: {markdown_text(rr.target)} ({graphs}), {workers}."
     sizes = (
         f"- Workload per concurrency level: {workload.videos} videos x {workload.questions} "
         f"questions = {workload.requests_per_level} requests, exactly {workload.output_tokens} "
@@ -194,5 +200,5 @@ def write_report(first: ProfileResults, second: ProfileResults, out_dir: Path) -
     write_file(out_dir / REPORT_FILE, markdown)
     broken = mechanism_failure(pair)
     if broken:
-        raise ReportError(f"{broken} (the report: {out_dir / REPORT_FILE})")
+        raise ReportError(f"{broken} (the report: {out_dir / REPORT_FILE})", out_dir / REPORT_FILE)
     return markdown

@@ -224,8 +224,8 @@ class ProfileResults(BaseModel):
         return self
 
     def _level_problems(self) -> list[str]:
-        """Levels that are not distinct levels of the workload, or that count more requests
-        than a level sends."""
+        """Levels that are not distinct levels of the workload, that count more requests than a
+        level sends, or a complete sweep without one of its levels."""
         problems, seen = [], set()
         sent = self.workload.requests_per_level
         for index, level in enumerate(self.levels):
@@ -244,6 +244,12 @@ class ProfileResults(BaseModel):
                     f"{level.error_count} is more than the {sent} requests a level sends "
                     "(workload.videos x workload.questions)"
                 )
+        missing = [c for c in self.workload.concurrencies if c not in seen]
+        if self.complete and missing:
+            problems.append(
+                f"levels: a complete sweep (complete: true) has every level of its workload; "
+                f"it lacks {', '.join(f'c{c}' for c in missing)}"
+            )
         return problems
 
     @property

@@ -192,10 +192,12 @@ def sweep_results(
     """The sweep's results from a perf program's run: the same files and `results.json` on every
     target. A run that failed saves the levels it finished (in order, marked incomplete; nothing
     when none did or the log cannot be read), then fails; a level missing from a finished run's
-    log, or no result, saves nothing. `results.json` is saved before a level that broke the
+    log, or no result, saves nothing (an earlier run's `results.json` in `out_dir` is removed
+    first). `results.json` is saved before a level that broke the
     workload's promises fails the stage (for inspection). `conditions`: a local graph's time
     scale (its levels are rescaled to real time) and host."""
     failed = not run.succeeded or frontend_not_ready(run) is not None
+    remove_file(out_dir / "results.json")  # an earlier run's, never taken for this one's
     try:
         write_exports(run.log, workload, out_dir)
     except StageFailed:

@@ -6,11 +6,15 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+import lab.__main__ as lab_entry
 from common import REPO_ROOT
+from components.routing import RoutingProfile
 from lab.__main__ import main as lab_main
+from lab.environment import LabInstall
 
 
 def run_lab(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -66,3 +70,44 @@ def test_several_frontends_need_the_direct_path(
         capsys.readouterr().err
     )
     assert list(tmp_path.iterdir()) == [] or all(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+class _GraphsInterruptedTwice:
+    """A graph source whose start is interrupted (Ctrl-C) and whose stop is interrupted again."""
+
+    name = "scripted lab"
+    closed: ClassVar[bool] = False
+    """Set when the lab closed it: every lab process stopped."""
+
+    def __init__(self, *args: object) -> None:
+        pass
+
+    def stack(self, profile: RoutingProfile) -> str:
+        return f"lab-{profile.value}"
+
+    def prepare(self, target: object, say: object) -> None:
+        pass
+
+    def start(self, target: object, profile: RoutingProfile, say: object) -> None:
+        raise KeyboardInterrupt
+
+    def stop(self, profile: RoutingProfile, graph: object, say: object) -> None:
+        raise KeyboardInterrupt
+
+    def close(self) -> None:
+        _GraphsInterruptedTwice.closed = True
+
+
+def test_a_second_ctrl_c_during_the_ab_ends_with_one_line_and_130(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(lab_entry, "DirectGraphs", _GraphsInterruptedTwice)
+    monkeypatch.setattr(LabInstall, "require", lambda install: install)
+
+    status = lab_main(["ab", "--direct", "--out", str(tmp_path)])
+
+    assert status == 130
+    assert _GraphsInterruptedTwice.closed  # every lab process stopped on the way out
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == "lab: interrupted; every lab process was stopped"
+    assert "Traceback" not in err

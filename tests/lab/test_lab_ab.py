@@ -19,7 +19,8 @@ from components.routing import RoutingProfile
 from lab.ab import LabAbTarget, lab_archive
 from lab.environment import LabInstall
 from lab.stage_tools import LAB_WORKLOAD
-from stages.ab.orchestrator import AbRun, run_ab
+from stages.ab.orchestrator import run_ab
+from stages.ab.plan import AbRun
 from stages.archive import list_runs
 from stages.core.results import ProfileResults
 from tests.lab.support import lab_ab_direct

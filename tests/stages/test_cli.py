@@ -375,3 +375,27 @@ def test_a_mistyped_option_shows_its_subcommands_usage(
     assert exit_.value.code == 2
     assert stderr.startswith(f"usage: {usage} ")
     assert f"{usage}: error: unrecognized arguments: {argv[-2]} {argv[-1]}" in stderr
+
+
+@pytest.mark.parametrize(
+    ("stacks", "message"),
+    [
+        (["--stacks", "rr", "acme/cosmos3-nano-reasoner/rr"], "--stacks names rr twice"),
+        (
+            ["--layer-stack", "acme/cosmos3-nano-reasoner/shared", "--stacks", "shared", "sa"],
+            "--stacks includes the layer stack shared",
+        ),
+        (
+            ["--org", "acme", "--stacks", "acme/cosmos3-nano-reasoner/shared", "sa"],
+            "--stacks includes the layer stack shared",
+        ),
+    ],
+)
+def test_an_ab_of_one_stack_twice_or_of_the_layer_is_refused_however_it_is_spelt(
+    capsys: pytest.CaptureFixture[str], stacks: list[str], message: str
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["ab", "--archive-bucket", "ok-bucket", *stacks])
+
+    assert exited.value.code == 2
+    assert message in capsys.readouterr().err

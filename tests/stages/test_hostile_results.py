@@ -493,9 +493,10 @@ def legal_level(draw: st.DrawFn, concurrency: int) -> Data:
 
 @st.composite
 def legal_results(draw: st.DrawFn, profile: RoutingProfile, shared: list[int]) -> Data:
-    extra = draw(st.sets(st.sampled_from(WORKLOAD["concurrencies"])))
-    levels = draw(st.permutations(sorted(set(shared) | extra)))
     incomplete = draw(st.booleans())
+    extra = draw(st.sets(st.sampled_from(WORKLOAD["concurrencies"])))
+    finished = set(shared) | extra if incomplete else set(WORKLOAD["concurrencies"])
+    levels = draw(st.permutations(sorted(finished)))  # a complete sweep has every level
     return {
         "profile": profile.value,
         "target": draw(st.sampled_from(["cluster", "lab"])),

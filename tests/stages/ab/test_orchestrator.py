@@ -16,10 +16,11 @@ import pytest
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
 from stages.ab import orchestrator
-from stages.ab.orchestrator import AbRun, run_ab
-from stages.ab.plan import Outcome
+from stages.ab.orchestrator import run_ab
+from stages.ab.plan import AbRun
 from stages.ab.target import Say
-from stages.archive import ArchiveLocation, Stage, list_runs
+from stages.archive import ArchiveError, ArchiveLocation, Stage, list_incomplete_runs, list_runs
+from stages.archive.stores import DirectoryBucket
 from stages.core.results import ProfileResults
 from stages.core.routing_probe import RoutingProbe
 from stages.core.verdicts import SmokeResult
@@ -39,6 +40,9 @@ class ScriptedTarget:
     graph: int = 8
     fail_deploy: RoutingProfile | None = None
     fail_prepare: bool = False
+    fail_teardown: RoutingProfile | None = None
+    qualifier: str = ""
+    """Put before each stack's name: `acme/cosmos3-nano-reasoner/` makes them qualified."""
     calls: list[str] = field(default_factory=list)
     name: str = "scripted"
     stages: Stages | None = None
@@ -52,7 +56,7 @@ class ScriptedTarget:
         return ScriptedStageTarget(outputs, self.stages)
 
     def stack(self, profile: RoutingProfile) -> str:
-        return f"stack-{profile.value}"
+        return f"{self.qualifier}stack-{profile.value}"
 
     def available_gpus(self, say: Say) -> int | None:
         return self.gpus
@@ -73,6 +77,8 @@ class ScriptedTarget:
 
     def teardown(self, profile: RoutingProfile, say: Say) -> None:
         self.calls.append(f"teardown {profile.value}")
+        if profile is self.fail_teardown:
+            raise StageFailed(f"`pulumi destroy` of {profile.value} failed")
 
 
 @dataclass
@@ -86,6 +92,8 @@ class Stages:
     rendered: list[str] = field(default_factory=list)
     routing: dict[RoutingProfile, RoutingProbe] = field(default_factory=dict)
     """What each profile's routing probe saw (none: the smoke ran no probe)."""
+    sweeps: int = 0
+    """Sweeps so far: each measures a little more than the last, as no two real ones agree."""
 
     def smoke(self, outputs: StackOutputs, *args: object) -> SmokeResult:
         self.calls.append(f"smoke {outputs.profile.value}")
@@ -100,7 +108,13 @@ class Stages:
         if outputs.profile is self.fail_perf:
             raise StageFailed("the sweep broke its promises:\nconcurrency 2: 3 requests failed")
         fixture = ProfileResults.load(FIXTURES / f"results-{outputs.profile.value}.json")
-        results = fixture.model_copy(update={"workload": workload})
+        self.sweeps += 1
+        first = fixture.levels[0]
+        first = first.model_copy(
+            update={"requests_per_second": first.requests_per_second + self.sweeps}
+        )
+        levels = [first, *fixture.levels[1:]]
+        results = fixture.model_copy(update={"workload": workload, "levels": levels})
         results.save(out_dir / "results.json")
         return results
 
@@ -223,6 +237,10 @@ def test_affinity_whose_videos_reached_several_workers_fails_the_ab(tmp_path: Pa
     )
     stages = {r.stage for r in list_runs(an_ab_run(tmp_path).archive, stage=None)}
     assert Stage.REPORT not in stages  # no gain reported, nor archived
+    assert result.refused_report is not None  # written, for a look: the closing verdict's
+    assert "verdict: session affinity's run did not keep videos" in (
+        result.refused_report.read_text()
+    )
 
 
 def test_with_room_for_both_the_graphs_stay_until_the_end(tmp_path: Path) -> None:
@@ -299,12 +317,58 @@ def test_ctrl_c_takes_the_current_graph_down(tmp_path: Path) -> None:
     assert result.lines() == ["round-robin: failed (interrupted)", "session-affinity: not run"]
 
 
-def test_keep_leaves_every_graph_deployed(tmp_path: Path) -> None:
+def test_keep_leaves_the_failed_graph_deployed_and_frees_a_passed_ones_gpus(
+    tmp_path: Path,
+) -> None:
     target = ScriptedTarget(gpus=8)
     result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), keep=True)
     assert not result.passed
 
+    assert [call for call in target.calls if call.startswith("teardown")] == [
+        "teardown round-robin"  # before session affinity's graph, which needs its GPUs
+    ]
+
+
+def test_keep_with_room_for_both_leaves_every_graph_deployed(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=16)
+    result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA), keep=True)
+    assert not result.passed
+
     assert not [call for call in target.calls if call.startswith("teardown")]
+
+
+def test_a_graph_that_was_not_taken_down_stops_the_run(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=8, fail_teardown=RR)
+    result, _ = run(tmp_path, target, Stages(target.calls))
+
+    assert "deploy session-affinity" not in target.calls  # its GPUs are still taken
+    assert result.lines() == [
+        "round-robin: failed (its graph could not be taken down: `pulumi destroy` of "
+        + "round-robin failed)",
+        "session-affinity: not run",
+    ]
+    assert not result.passed
+
+
+def test_a_failed_take_down_keeps_the_reason_the_profile_failed(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=8, fail_teardown=SA)
+    result, _ = run(tmp_path, target, Stages(target.calls, fail_perf=SA))
+
+    assert result.lines()[1] == (
+        "session-affinity: failed (the sweep broke its promises: concurrency 2: 3 requests "
+        "failed; then its graph could not be taken down: `pulumi destroy` of session-affinity "
+        "failed)"
+    )
+
+
+def test_qualified_stacks_are_archived_under_their_own_names(tmp_path: Path) -> None:
+    target = ScriptedTarget(gpus=8, qualifier="acme/cosmos3-nano-reasoner/")
+    result, _ = run(tmp_path, target, Stages(target.calls))
+
+    assert result.passed and result.report is not None
+    archive = an_ab_run(tmp_path).archive
+    archived = list_runs(archive, stack="stack-session-affinity", stage=Stage.PERF)
+    assert [record.run_id for record in archived] == ["run-1"]
 
 
 def test_a_finished_run_does_nothing_but_find_its_report(tmp_path: Path) -> None:
@@ -326,16 +390,20 @@ def test_a_graph_larger_than_the_cluster_is_refused_before_anything_runs(tmp_pat
     assert target.calls == []
 
 
-def test_results_of_another_workload_are_not_compared(tmp_path: Path) -> None:
+def test_a_resume_with_another_workload_is_refused_before_anything_is_deployed(
+    tmp_path: Path,
+) -> None:
     target = ScriptedTarget(gpus=8)
     run(tmp_path, target, Stages(target.calls, fail_perf=SA))
     target.stages = Stages(target.calls)
-    changed = replace(an_ab_run(tmp_path), workload=WORKLOAD.model_copy(update={"seed": 7}))
+    target.calls.clear()
+    seed = WORKLOAD.seed + 1
+    changed = replace(an_ab_run(tmp_path), workload=WORKLOAD.model_copy(update={"seed": seed}))
 
-    result = run_ab(target, changed, lambda _: None)
-
-    assert result.outcomes[SA].outcome is Outcome.PASSED
-    assert result.report is None and "different workloads" in (result.report_failure or "")
+    with pytest.raises(UsageError, match=rf"round-robin's results .*seed {WORKLOAD.seed} then, "):
+        run_ab(target, changed, lambda _: None)
+    assert target.calls == []
+    assert list_runs(changed.archive, stack="stack-session-affinity", stage=Stage.PERF) == []
 
 
 def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(tmp_path: Path) -> None:
@@ -359,3 +427,34 @@ def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(tmp_pa
         assert (directory / "smoke" / "rehearsal.txt").read_text() == "s\n"
         assert (directory / "perf" / "rehearsal.txt").read_text() == "p\n"
     assert not (tmp_path / "archive").exists()
+
+
+def test_a_resume_finishes_an_interrupted_push_without_measuring_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = DirectoryBucket.put_new
+    broken = {"puts": 0}
+
+    def dropped_after_one_file(bucket: DirectoryBucket, key: str, *args: object) -> None:
+        if "/round-robin/run-1/perf/" in key and broken["puts"] >= 0:
+            broken["puts"] += 1
+            if broken["puts"] > 1:
+                raise ArchiveError(f"uploading {key}: connection reset")
+        store(bucket, key, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DirectoryBucket, "put_new", dropped_after_one_file)
+    target = ScriptedTarget(gpus=8)
+    first, _ = run(tmp_path, target, Stages(target.calls))
+    archive = an_ab_run(tmp_path).archive
+    assert "connection reset" in first.lines()[0]
+    assert [i.place.stage for i in list_incomplete_runs(archive)] == ["perf"]
+
+    broken["puts"] = -1  # the network is back
+    target.calls.clear()
+    second, said = run(tmp_path, target, Stages(target.calls))
+
+    assert "finishing the perf push an earlier attempt began" in "\n".join(said)
+    assert "deploy round-robin" not in target.calls  # its sweep is the one archived
+    assert second.outcomes[RR].outcome.value == "skipped"
+    assert second.passed and second.report is not None
+    assert list_incomplete_runs(archive) == []

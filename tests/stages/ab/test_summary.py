@@ -9,8 +9,8 @@ import pytest
 from components.routing import RoutingProfile
 from lab.stage_tools import LAB_WORKLOAD
 from stages.ab.cli import print_summary
-from stages.ab.orchestrator import AbResult, AbRun
-from stages.ab.plan import Outcome, ProfileOutcome
+from stages.ab.orchestrator import AbResult
+from stages.ab.plan import AbRun, Outcome, ProfileOutcome
 from stages.archive import ArchiveLocation
 
 RUN = AbRun("run-7", LAB_WORKLOAD, Path("build"), ArchiveLocation(bucket="lab"))
@@ -59,3 +59,17 @@ def test_a_failed_report_is_the_reason(capsys: pytest.CaptureFixture[str]) -> No
     assert closing_lines(result, capsys)[-1] == (
         "verdict: inconclusive: no report (the two results share no concurrency level)"
     )
+
+
+def test_a_report_that_failed_the_ab_gives_its_own_verdict_last(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.md"
+    broken = "verdict: session affinity's run did not keep videos on one worker (2 of 3 videos)"
+    report.write_text(f"# A/B\n\n{broken}\n")
+    result = passed()
+    result.report_failure, result.refused_report = "session affinity's run did not ...", report
+
+    lines = closing_lines(result, capsys)
+
+    assert lines[-2:] == ["report: failed (session affinity's run did not ...)", broken]

@@ -35,7 +35,11 @@ def results(profile: RoutingProfile, levels: list[LevelResult]) -> ProfileResult
         graph_name=f"lab-{profile.value}",
         workers=8,
         session_header=SESSION_HEADER if profile is RoutingProfile.SESSION_AFFINITY else None,
-        workload=WORKLOAD,
+        workload=WORKLOAD.model_copy(
+            update={"concurrencies": tuple(sorted({lvl.concurrency for lvl in levels}))}
+        )
+        if levels
+        else WORKLOAD,
         levels=levels,
     )
 

@@ -82,6 +82,7 @@ def test_a_host_busier_than_the_time_scale_corrects_is_inconclusive() -> None:
             {"workload": ROUND_ROBIN.workload.model_copy(update={"seed": 7})},
             "the two profiles ran different workloads",
         ),
+        ({"workers": 4}, "the two graphs ran different worker counts (round robin 4, session "),
     ],
 )
 def test_numbers_that_cannot_carry_a_verdict_say_why(
@@ -102,3 +103,22 @@ def test_the_report_gives_a_dilated_runs_time_scale() -> None:
         "probe); every time and rate here is in real time."
     )
     assert conditions_lines(ABPair.of(ROUND_ROBIN, AFFINITY)) == []  # a cluster's: none
+
+
+def test_two_time_scales_are_inconclusive() -> None:
+    """A resumed lab run probes the host again: its second profile may run at another K."""
+    pair = ABPair.of(timed(ROUND_ROBIN, 1, QUIET), timed(AFFINITY, 2.5, QUIET))
+
+    assert verdict_line(pair) == (
+        "verdict: inconclusive: the two profiles ran at different time scales (round robin 1x, "
+        "affinity 2.5x)"
+    )
+
+
+def test_each_graphs_worker_count_is_reported_and_round_robins_is_its_reference() -> None:
+    fewer = AFFINITY.model_copy(update={"workers": 4})
+
+    markdown = render_markdown(ABPair.of(ROUND_ROBIN, fewer), chart_name=None)
+
+    assert "round robin 8 workers, session affinity 4." in markdown
+    assert "at random over 8 workers" in markdown

@@ -10,13 +10,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from components.routing import RoutingProfile
 from lab.stage_tools import LAB_WORKLOAD
 from stages.core.aiperf_export import AIPERF_EXPORT_FILE, read_level
 from stages.core.results import MAX_MEASURE, LevelResult, ProfileResults, ResultsError
-from stages.core.verdicts import check_level
-from tests.stages.support import FIXTURES
+from stages.core.verdicts import PodRun, check_level, sweep_results
+from stages.errors import StageFailed
+from tests.stages.core.support import ROUND_ROBIN
+from tests.stages.support import FIXTURES, lab_outputs_for
 
 FIXTURE_WORKLOAD = LAB_WORKLOAD.model_copy(
     update={
@@ -140,7 +143,7 @@ def test_profile_results_round_trip_through_json(
         graph_name="cosmos3-nano-reasoner-lab-session-affinity",
         workers=4,
         session_header="X-Dynamo-Session-ID",
-        workload=FIXTURE_WORKLOAD,
+        workload=FIXTURE_WORKLOAD.model_copy(update={"concurrencies": (2,)}),
         levels=[parse_level(aiperf_export)],
     )
 
@@ -311,3 +314,27 @@ def test_a_credential_in_an_error_message_is_masked_before_it_is_shortened(
 
     masked = "https://<secret>@mirror.example.com/" + "x" * 300
     assert level.error_kinds == [f"1 x 401 Unauthorized: {masked[:200]}"]
+
+
+def test_a_complete_sweep_without_one_of_its_levels_is_refused_naming_it() -> None:
+    one_level = ROUND_ROBIN.model_dump(mode="json") | {
+        "levels": [ROUND_ROBIN.levels[0].model_dump()]
+    }
+
+    with pytest.raises(ValidationError, match="complete: true.* it lacks c16"):
+        ProfileResults.model_validate(one_level)
+    stopped = one_level | {"complete": False, "failure": "AIPerf failed at c16"}
+    assert ProfileResults.model_validate(stopped).levels == ROUND_ROBIN.levels[:1]
+
+
+def test_a_sweep_that_finished_no_level_leaves_no_earlier_runs_results(tmp_path: Path) -> None:
+    out_dir = tmp_path / "perf"
+    earlier = ProfileResults.load(FIXTURES / "results-round-robin.json")
+    earlier.save(out_dir / "results.json")  # the last run's in the same --out
+    failed = PodRun("the perf program", succeeded=False, log="", failure="exit status 1")
+
+    with pytest.raises(StageFailed, match="exit status 1"):
+        outputs = lab_outputs_for(RoutingProfile.ROUND_ROBIN)
+        sweep_results(outputs, earlier.workload, failed, out_dir, out_dir / "program.log")
+
+    assert not (out_dir / "results.json").exists()

@@ -1,0 +1,104 @@
+"""The A/B's runs in the archive: what a run id already holds, its pushes, and what a resume
+checks and finishes before anything is deployed.
+
+The archive keys a profile's runs by its stack's own name, the last part of a qualified
+`<org>/<project>/<stack>` (`own_name`): a key segment holds no `/`. A resume with another workload
+than an archived profile's is refused (the report could never compare the two), and a push an
+earlier attempt began is finished from the files it was pushing (the archive never overwrites, and
+a new measurement would differ from them).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from components.contract import StackOutputs
+from components.routing import RoutingProfile
+from stages.ab.plan import AbRun
+from stages.ab.target import AbTarget, Say
+from stages.archive import (
+    RunNotFoundError,
+    RunRecord,
+    Stage,
+    download_record,
+    fetch_record,
+    list_incomplete_runs,
+    resume_run,
+)
+from stages.archive.report_inputs import RESULTS_FILE
+from stages.core.results import ProfileResults, ResultsError
+from stages.errors import UsageError
+
+OUTPUTS_FILE = "outputs.json"
+"""The graph's stack outputs, beside its stages' files: what finishes an interrupted push."""
+
+
+def own_name(stack: str) -> str:
+    """A stack's own name, what the archive keys its runs by: `round-robin` of
+    `acme/cosmos3-nano-reasoner/round-robin`, or of itself."""
+    return stack.rsplit("/", 1)[-1]
+
+
+def archived(
+    run: AbRun, target: AbTarget, profile: RoutingProfile, stage: Stage
+) -> RunRecord | None:
+    stack = own_name(target.stack(profile))
+    try:
+        return fetch_record(run.archive, stack, profile, run.run_id, stage)
+    except RunNotFoundError:
+        return None
+
+
+def finish_interrupted_pushes(
+    run: AbRun, target: AbTarget, profile: RoutingProfile, say: Say
+) -> None:
+    """An earlier attempt's push that stopped part-way (some files stored, no manifest) is
+    finished from the files it was pushing, still in the run's folder, before anything is
+    deployed: a new measurement would differ from them, and the archive never overwrites. Only
+    a sweep that passed is ever pushed, so a perf push found part-way is one of a passed sweep."""
+    directory = run.profile_dir(profile)
+    stack = own_name(target.stack(profile))
+    started = {
+        incomplete.place.stage
+        for incomplete in list_incomplete_runs(run.archive, stack)
+        if (incomplete.place.profile, incomplete.place.run_id) == (profile.value, run.run_id)
+    }
+    for stage in (Stage.SMOKE, Stage.PERF):
+        if stage.value in started and (directory / OUTPUTS_FILE).is_file():
+            say(f"{profile.value}: finishing the {stage.value} push an earlier attempt began")
+            outputs = StackOutputs.load(directory / OUTPUTS_FILE)
+            push(run, stack, stage, outputs, directory / stage.value, say)
+
+
+def refuse_another_workload(run: AbRun, archived: RunRecord) -> None:
+    """A resumed run measures what it started measuring: the archived profile's workload is the
+    run's, or nothing is deployed (the report could never compare the two)."""
+    with tempfile.TemporaryDirectory(prefix="ab-resume-") as work_dir:
+        directory = download_record(run.archive, archived, Path(work_dir))
+        try:
+            then = ProfileResults.load(directory / RESULTS_FILE).workload
+        except ResultsError:
+            return  # unusable results: the report says so, naming the file
+    now = run.workload
+    changed = [
+        f"{name} {getattr(then, name)} then, {getattr(now, name)} now"
+        for name in type(now).model_fields
+        if getattr(then, name) != getattr(now, name)
+    ]
+    if changed:
+        raise UsageError(
+            f"run {run.run_id} archived {archived.profile.value}'s results of another workload "
+            f"({'; '.join(changed)}): resume it with the workload options it started with, or "
+            "start a new run (another --run-id)"
+        )
+
+
+def push(
+    run: AbRun, stack: str, stage: Stage, outputs: StackOutputs, directory: Path, say: Say
+) -> None:
+    record = RunRecord.create(
+        stack=stack, stage=stage, outputs=outputs, run_id=run.run_id, commit=run.commit
+    )
+    outcome = resume_run(directory, record, run.archive)
+    say(f"{outputs.profile.value}: {stage.value} archived as {outcome.record.describe()}")
