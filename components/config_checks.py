@@ -250,10 +250,11 @@ def _exposure_without_graph(s: StackSettings) -> str | None:
 # --- disruption budget and existing Secrets ---------------------------------------------------
 
 
-@_needs("worker_max_unavailable", "worker_replicas")
+@_needs("worker_max_unavailable", "worker_replicas", "worker_autoscaling", "worker_max_replicas")
 def _budget_against_replicas(s: StackSettings) -> str | None:
     """A budget of 0 (or 0%) lets no worker be evicted: every node drain waits on it forever,
-    so it is refused, not warned about. One over the replica count is a typo."""
+    so it is refused, not warned about. One over the most workers there can be is a typo (the
+    autoscaler's maximum when it owns the count, `workerReplicas` is then not written)."""
     budget = s.worker_max_unavailable
     key = config_key("workerMaxUnavailable")
     if budget and int(budget.rstrip("%")) == 0:  # the field rule let only N or N% through
@@ -261,11 +262,13 @@ def _budget_against_replicas(s: StackSettings) -> str | None:
             f"{key} is {budget!r}: a budget that lets no worker go blocks every node drain (and "
             "cluster upgrade) forever; set 1 (one worker at a time), or '' for no budget"
         )
-    if budget.isdigit() and int(budget) > s.worker_replicas:
-        return (
-            f"{key} is {budget}, more than {config_key('workerReplicas')} "
-            f"({s.worker_replicas}): set at most {s.worker_replicas}"
-        )
+    most, most_key = (
+        (s.worker_max_replicas, "workerMaxReplicas")
+        if s.worker_autoscaling
+        else (s.worker_replicas, "workerReplicas")
+    )
+    if budget.isdigit() and int(budget) > most:
+        return f"{key} is {budget}, more than {config_key(most_key)} ({most}): set at most {most}"
     return None
 
 

@@ -70,8 +70,9 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     problems += _ignored_layer_keys(settings, unvalidated)
     problems += _oversized_lines(own)
     present = {key: bool(own.get(key)) for key in SECRET_KEYS}
-    marked = {key.rpartition(":")[2] for key in secret_keys}
+    marked = set(_own_keys(dict.fromkeys(secret_keys)))
     secret_problems = _secret_problems(settings, unvalidated, present, marked)
+    secret_problems += _secret_but_written_plain(marked & declared - SECRET_KEYS)
     sections = [
         (
             _mistyped_namespace_lines(raw) + _unknown_lines(unknown),
@@ -200,6 +201,13 @@ def _secret_problems(
             f"  {config_key('registryPassword')} is required with registryServer: "
             f"`pulumi config set --secret {config_key('registryPassword')} <password>`"
         )
+    unused = not settings.uses_registry_mirror and not settings.image_pull_from
+    if settings.manages_secrets and present["registryPassword"] and unused:
+        problems.append(
+            f"  {config_key('registryPassword')} is set without {config_key('registryServer')}, "
+            "so no pull secret uses it: set the mirror's server and registryUsername, or "
+            f"`pulumi config rm {config_key('registryPassword')}`"
+        )
     set_here = [config_key(key) for key, is_set in sorted(present.items()) if is_set]
     if settings.uses_shared_layer and set_here:
         problems.append(
@@ -208,6 +216,18 @@ def _secret_problems(
             "and `pulumi config rm` them here"
         )
     return problems
+
+
+def _secret_but_written_plain(keys: set[str]) -> list[str]:
+    """A key marked secret that the program writes as it is into the objects it makes (and so
+    into the state and the cluster): saying nothing would let a user think it stays encrypted."""
+    return [
+        f"  {config_key(key)} is set as a secret, but the program writes it in plain text into "
+        f"the objects it makes: `pulumi config set --plaintext {config_key(key)} <value>` if it "
+        "is no secret; credentials go only in ngcApiKey, registryPassword or an existing Secret "
+        "(ngcApiKeyFrom, imagePullFrom)"
+        for key in sorted(keys)
+    ]
 
 
 def _existing_secret_problems(settings: StackSettings, present: dict[str, bool]) -> list[str]:

@@ -20,7 +20,7 @@ from common.credentials import credential_kind, is_secret_env_name
 from components import k8s_values as k8s
 from components import names
 from components.affinity import affinity_problems
-from components.image_reference import holds_userinfo
+from components.image_reference import holds_userinfo, semver_tag_problems
 from components.routing import MAX_AFFINITY_TTL_SECONDS, MIN_AFFINITY_TTL_SECONDS
 
 _STACK_SEGMENT = r"[A-Za-z0-9_.-]+"
@@ -218,6 +218,10 @@ RegistryServer = Annotated[str, _optional(k8s.registry_server_problems)]
 RegistryUsername = Annotated[str, _rule(_registry_username)]
 Quantity = Annotated[str, _rule(k8s.is_positive_quantity)]
 Image = Annotated[str, _rule(k8s.image_problems)]
+FrontendImage = Annotated[
+    str, _rule(lambda value: k8s.image_problems(value) or semver_tag_problems(value))
+]
+"""The frontend's image: it carries no runtimeVersionOverride, so its tag is its version."""
 Count = Annotated[int, Field(ge=1, le=k8s.INT32_MAX)]
 """Counts and seconds: at least 1, at most int32 (replicas, activeDeadlineSeconds' range we use)."""
 AffinityTtl = Annotated[int, Field(ge=MIN_AFFINITY_TTL_SECONDS, le=MAX_AFFINITY_TTL_SECONDS)]

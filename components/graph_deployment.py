@@ -74,7 +74,9 @@ class GraphDeployment(pulumi.ComponentResource):
     def _existing(self, args: GraphArgs, layer: SharedLayer, live: Live) -> ExistingGraph | None:
         """The graph the cluster holds, read only when a restart or autoscaling asks (the live
         object, not the state: an adopted graph exists too); None when there is none, or when the
-        cluster cannot say, which writes nothing that only an existing graph may carry."""
+        cluster cannot say, which writes nothing that only an existing graph may carry. Under
+        autoscaling an `up` that cannot say stops: it would drop the worker count the program
+        keeps while it still owns it."""
         if not (args.restart_id or args.autoscaling):
             return None
         name = names.graph_name(args.routing.profile)
@@ -82,6 +84,19 @@ class GraphDeployment(pulumi.ComponentResource):
         found = live.attempt(lambda view: view.get(ref))
         restart = config_key("graphRestartId")
         if isinstance(found, Unknown):
+            scaling = config_key("workerAutoscaling")
+            if args.autoscaling and not pulumi.runtime.is_dry_run():
+                raise pulumi.RunError(
+                    f"cannot read {ref}: with {scaling} `pulumi up` keeps the Worker's live count "
+                    "until the autoscaler owns it, and without the read it would drop it; check "
+                    "the cluster's credentials and run `pulumi up` again"
+                )
+            if args.autoscaling:
+                pulumi.log.warn(
+                    f"cannot read {ref}: this preview shows the Worker without the live count "
+                    f"{scaling} keeps, and `pulumi up` stops unless it can read it",
+                    resource=self,
+                )
             if args.restart_id:
                 pulumi.log.warn(
                     f"cannot tell whether {ref} exists: {restart} is not written this run",

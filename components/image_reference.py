@@ -70,6 +70,24 @@ def reference_problems(value: str) -> list[str]:
     return problems
 
 
+_SEMVER_TAG = re.compile(
+    r"v?(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?"
+)
+"""runtimeversion.go's tag: an optional v, MAJOR.MINOR.PATCH, optional pre-release and build."""
+
+
+def semver_tag_problems(value: str) -> list[str]:
+    """The Dynamo operator reads a component's runtime version from its image's tag when the
+    graph sets no `runtimeVersionOverride`, and DGD admission refuses a graph whose frontend
+    image tag it cannot parse (the CRD's description of `runtimeVersionOverride`)."""
+    _, tag = _split_tag(value.partition("@")[0])
+    if tag is not None and _SEMVER_TAG.fullmatch(tag):
+        return []
+    example = "dynamo-frontend:1.6.1, optionally with its digest, dynamo-frontend:1.6.1@sha256:..."
+    why = "DGD admission reads the frontend's Dynamo version from it"
+    return [f"must have a semantic-version tag (e.g. {example}): {why}"]
+
+
 def registry_host_problems(value: str) -> list[str]:
     """What a registry server (the first part of every reference pulled through it, and the
     pull secret's key) must be: a host with an optional port, optionally a path below it."""

@@ -4,13 +4,13 @@ program reads by their metadata only and never creates, changes or deletes."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
 import pulumi_kubernetes as k8s
 
-from components import layer_manifests
+from components import layer_manifests, names
 from components.args import SecretsArgs
 from components.credentials_digest import (
     credentials_digest,
@@ -82,12 +82,16 @@ class Secrets(pulumi.ComponentResource):
 # --- Secrets that exist already ------------------------------------------------------------------
 
 
-def existing_secret_identity(live: Live, namespace: str, key: str, name: str) -> str:
+def existing_secret_identity(
+    live: Live, namespace: str, key: str, name: str, creates_secrets: bool = False
+) -> str:
     """The identity of the existing Secret `name` that config `key` names
     (`credentials_digest.secret_identity`), from its metadata alone. Refused, before anything is
-    created, when it is not there. A cluster that cannot be read leaves a preview going (it
-    warns once, and the digest it shows is not the one `up` writes) but stops `up`, which would
-    otherwise mark the workers with a digest of nothing."""
+    created, when it is not there, or when a stack that creates Secrets (`creates_secrets`) names
+    one this project created and labelled: the program would stop creating it, and the engine
+    would delete the Secret the pods are about to read. A cluster that cannot be read leaves a
+    preview going (it warns once, and the digest it shows is not the one `up` writes) but stops
+    `up`, which would otherwise mark the workers with a digest of nothing."""
     ref = ObjectRef("v1", "Secret", name, namespace)
     found = live.attempt(lambda view: view.metadata(ref))
     if isinstance(found, Unknown):
@@ -110,13 +114,32 @@ def existing_secret_identity(live: Live, namespace: str, key: str, name: str) ->
             f"secret store), or `pulumi config rm {config_key(key)}` to have this stack create "
             "its own"
         )
-    return secret_identity(namespace, name, found.get("metadata") or {})
+    metadata = found.get("metadata") or {}
+    if creates_secrets and _created_by_this_project(metadata):
+        raise pulumi.RunError(
+            f"{config_key(key)} names the Secret {name}, which this project's stacks create (its "
+            f"labels say so): once this stack no longer creates it, `pulumi up` would delete it "
+            f"under the pods that read it. Hand it over first: `pulumi state delete --target-"
+            f"dependents <its URN, from pulumi stack --show-urns>` (Pulumi forgets it, the Secret "
+            f"stays), then `kubectl label secret {name} -n {namespace} "
+            f"app.kubernetes.io/managed-by-` once your store manages it; or name another Secret"
+        )
+    return secret_identity(namespace, name, metadata)
+
+
+def _created_by_this_project(metadata: Mapping[str, object]) -> bool:
+    """The labels the Secrets component writes (`names.labels("credentials")`)."""
+    labels = metadata.get("labels")
+    ours = names.labels("credentials")
+    return isinstance(labels, Mapping) and all(labels.get(k) == v for k, v in ours.items())
 
 
 def existing_secrets_args(live: Live, settings: StackSettings) -> SecretsArgs:
     """The Secrets component's args, each existing Secret checked and read by its identity."""
     ngc, pull = (
-        existing_secret_identity(live, settings.namespace, key, name) if name else ""
+        existing_secret_identity(live, settings.namespace, key, name, settings.manages_secrets)
+        if name
+        else ""
         for key, name in (
             ("ngcApiKeyFrom", settings.ngc_api_key_from),
             ("imagePullFrom", settings.image_pull_from),

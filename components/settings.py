@@ -22,6 +22,7 @@ from components.config_rules import (
     Count,
     DnsLabel,
     ExtraEnv,
+    FrontendImage,
     GpuCount,
     Image,
     MaxUnavailable,
@@ -99,7 +100,7 @@ class StackSettings(BaseModel):
     graph_ready_timeout_seconds: Count
     graph_update_timeout_seconds: Count
 
-    frontend_image: Image
+    frontend_image: FrontendImage
     worker_image: Image
     worker_dynamo_runtime_version: RuntimeVersion
     worker_replicas: WorkerReplicas

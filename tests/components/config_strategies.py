@@ -271,7 +271,9 @@ KEYS: dict[str, st.SearchStrategy[Drawn]] = {
         tagged(ENV_VALUE, HOSTILE_TEXT.map(lambda v: MARK + v)), min_valid=1
     ),
     "workerImage": tagged(st.just("nvcr.io/nim/nvidia/cosmos3:2.1.0"), HOSTILE_TEXT),
-    "frontendImage": tagged(st.from_regex(r"\Areg\.io/[a-z]{1,8}:[0-9]\Z"), HOSTILE_TEXT),
+    "frontendImage": tagged(
+        st.from_regex(r"\Areg\.io/[a-z]{1,8}:[0-9]\.[0-9]\.[0-9]\Z"), HOSTILE_TEXT
+    ),
     "workerDynamoRuntimeVersion": tagged(
         st.just("1.6.1"), st.sampled_from(["1.5", "01.5.0", "1.5.0\n", "99999.0.0"])
     ),

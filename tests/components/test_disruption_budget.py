@@ -116,6 +116,21 @@ def test_a_budget_over_the_replica_count_is_refused() -> None:
     assert f"{PROJECT}:workerMaxUnavailable is 9, more than {PROJECT}:workerReplicas (8)" in message
 
 
+def test_under_an_autoscaler_the_budget_is_held_to_its_maximum() -> None:
+    autoscaled: dict[str, Any] = {
+        "workerAutoscaling": True,
+        "workerMinReplicas": 4,
+        "workerMaxReplicas": 16,
+    }
+    unused: dict[str, Any] = {"workerReplicas": 1}  # not written under the autoscaler
+
+    assert parse(workerMaxUnavailable="4", **autoscaled, **unused).worker_max_unavailable == "4"
+    message = refused(workerMaxUnavailable="17", **autoscaled)
+    assert f"{PROJECT}:workerMaxUnavailable is 17, more than {PROJECT}:workerMaxReplicas (16)" in (
+        message
+    )
+
+
 @pytest.mark.parametrize(
     ("value", "problem"),
     [

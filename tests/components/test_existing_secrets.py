@@ -13,6 +13,7 @@ from pulumi import RunError
 
 from components.config_parser import ConfigError
 from components.live import LiveReadError
+from components.names import labels
 from components.settings import PROJECT, StackSettings
 from tests.support import NGC_KEY, stack_settings
 from tools import offline
@@ -161,6 +162,27 @@ def test_up_that_cannot_read_the_existing_secret_stops(run_stack: RunStack) -> N
         run_stack("dev", EXISTING_NGC, secrets={}, cluster=Unreadable())
 
 
+@pytest.mark.parametrize(
+    ("key", "name"),
+    [("ngcApiKeyFrom", "ngc-api-secret"), ("imagePullFrom", "registry-pull-secret")],
+)
+def test_the_secret_this_project_created_is_not_taken_as_an_existing_one(
+    run_stack: RunStack, key: str, name: str
+) -> None:
+    """The program would stop creating it, and the engine delete it under the pods."""
+    created = secret(name) | {
+        "metadata": secret(name)["metadata"] | {"labels": labels("credentials")}
+    }
+    synced = secret(name)  # the same name, written by the user's store: taken
+    config = {key: name} | ({"ngcApiKeyFromField": "NGC_API_KEY"} if key == "ngcApiKeyFrom" else {})
+    secrets = {} if key == "ngcApiKeyFrom" else {"ngcApiKey": NGC_KEY}
+
+    with pytest.raises(RunError, match=rf"{PROJECT}:{key} names the Secret {name}, which this "):
+        run_stack("dev", config, secrets=secrets, cluster=MockCluster({("Secret", name): created}))
+    run = run_stack("dev", config, secrets=secrets, cluster=MockCluster({("Secret", name): synced}))
+    assert name not in [s.inputs["metadata"]["name"] for s in run.of_type(SECRET)]
+
+
 # --- the workers restart when the existing Secret changes ------------------------------------------
 
 
@@ -306,3 +328,25 @@ def test_no_key_is_refused_where_something_would_need_it(
 def test_no_key_and_no_download_is_accepted_without_any_secret() -> None:
     settings = parse(**PREFILLED)
     assert not settings.creates_ngc_secret
+
+
+def test_a_registry_password_without_a_mirror_is_refused_as_unused() -> None:
+    message = refused(secrets={"ngcApiKey": NGC_KEY, "registryPassword": "hunter2-pass"})
+
+    assert f"{PROJECT}:registryPassword is set without {PROJECT}:registryServer" in message
+    assert "hunter2-pass" not in message
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("workerExtraEnv", '[{"name": "LICENSE_URL", "value": "http://lic.x"}]'),
+        ("kubeContext", "site-ctx-7"),
+    ],
+)
+def test_a_key_marked_secret_that_is_written_in_plain_text_is_refused(key: str, value: str) -> None:
+    message = refused(secrets={"ngcApiKey": NGC_KEY, key: value})
+
+    assert f"{PROJECT}:{key} is set as a secret, but the program writes it in plain text" in message
+    assert f"`pulumi config set --plaintext {PROJECT}:{key} <value>`" in message
+    assert value not in message

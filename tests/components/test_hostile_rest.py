@@ -162,14 +162,14 @@ NEAR_MISSES = {
 
 
 @GENERATED
-@given(parts=references(), key=st.sampled_from(IMAGE_KEYS))
-def test_a_reference_the_runtime_pulls_is_taken(parts: dict[str, str | None], key: str) -> None:
+@given(parts=references())
+def test_a_reference_the_runtime_pulls_is_taken(parts: dict[str, str | None]) -> None:
     image = joined(parts)
 
-    settings_ = parse({key: image})
+    settings_ = parse({"workerImage": image})
 
     record("rest: images")
-    assert getattr(settings_, "worker_image" if key == "workerImage" else "frontend_image") == image
+    assert settings_.worker_image == image
 
 
 @GENERATED
@@ -211,7 +211,35 @@ def test_a_near_miss_of_a_reference_is_refused_naming_the_key(
 )
 def test_legal_edge_references_are_taken(image: str) -> None:
     record("rest: images")
-    assert parse({"workerImage": image, "frontendImage": image}).worker_image == image
+    assert parse({"workerImage": image}).worker_image == image
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6.1",
+        "reg.io:443/dynamo-frontend:v1.6.1@sha256:" + "0123456789abcdef" * 4,
+        "localhost:5000/frontend:1.7.0-rc1",
+    ],
+)
+def test_a_frontend_image_with_a_version_tag_is_taken(image: str) -> None:
+    """The frontend carries no runtimeVersionOverride: its tag is the version admission reads."""
+    assert parse({"frontendImage": image}).frontend_image == image
+
+
+@pytest.mark.parametrize(
+    "image",
+    [
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend@sha256:" + "0123456789abcdef" * 4,
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend-nightly:20260906-c70f1c7",
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:latest",
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend",
+        "nvcr.io/nvidia/ai-dynamo/dynamo-frontend:1.6",
+    ],
+)
+def test_a_frontend_image_without_a_version_tag_is_refused_naming_the_key(image: str) -> None:
+    message = refusal({"frontendImage": image})
+    assert f"{PROJECT}:frontendImage: must have a semantic-version tag" in message, message
 
 
 SERVERS_TAKEN = [

@@ -228,6 +228,22 @@ def test_a_cluster_that_cannot_be_read_writes_no_restart_and_says_so(
     assert any("graphRestartId is not written this run" in line for line in said.warnings)
 
 
+def test_an_up_that_cannot_read_the_graph_under_autoscaling_stops(run_stack: RunStack) -> None:
+    """It would drop the count the program keeps while it owns it (a preview goes on)."""
+    from components.live import LiveReadError
+
+    class Unreadable(MockCluster):
+        def get(self, ref: Any) -> dict[str, Any] | None:
+            if ref.kind == "DynamoGraphDeployment":
+                raise LiveReadError("client timeout")
+            return super().get(ref)
+
+    with pytest.raises(pulumi.RunError, match=f"cannot read .*{GRAPH}: with {PROJECT}:workerAuto"):
+        run_stack("round-robin", AUTOSCALING, cluster=Unreadable())
+    previewed = run_stack("round-robin", AUTOSCALING, cluster=Unreadable(), preview=True)
+    assert "replicas" not in worker_of(previewed.one(DGD).inputs)
+
+
 def test_an_autoscaled_graph_is_registered_without_a_worker_count(run_stack: RunStack) -> None:
     run = run_stack("round-robin", AUTOSCALING)
     worker = worker_of(run.one(DGD).inputs)

@@ -15,7 +15,7 @@ from common import REPO_ROOT
 
 ROOM_BUDGETS = {
     "__main__.py": 50,
-    "components": 5_691,
+    "components": 5_775,
     "stages": 8_975,
     "policy": 506,
     "common": 1_752,
@@ -27,7 +27,9 @@ ROOM_BUDGETS = {
 then stages +11 (one encoding of the perf plan, at gzip level 6), and lab +19 (2026-12-07:
 `lab calibrate` tells a check the host reordered from a row that cannot be explained), stages
 +146 and lab +1 (2026-12-07: the A/B's resume, take-down and verdict mended after a review found
-them wrong), testenv -1. The issue that set the house's
+them wrong), testenv -1, components +84 (2026-12-07: refusals a review found missing: the
+project's own Secret named as an existing one, keys marked secret and written plain, a frontend
+image without a version tag; an `up` that cannot read an autoscaled graph). The issue that set the house's
 size asked for 17k lines outside tests/; docs/contributing.md says why the rooms hold more and
 where they went."""
 
