@@ -38,6 +38,7 @@ from common.credentials import (
 )
 from common.input_files import MAX_INPUT_BYTES, InputFileError, read_bytes
 from common.output_folders import OWNERSHIP_FILES
+from common.terminal import visible
 from components.routing import RoutingProfile
 from stages.archive.records import DEFAULT_PREFIX as DEFAULT_PREFIX
 from stages.archive.records import ArchiveConflictError as ArchiveConflictError
@@ -100,6 +101,12 @@ def checked_files(directory: Path) -> list[CheckedFile]:
         raise ArchiveError(f"result directory {directory} holds no files: nothing to archive")
     checked = []
     for name, path in files:
+        if not name.isprintable():  # a key and a manifest entry: no control character, and
+            # no undecodable byte (Python holds it as a surrogate, which UTF-8 cannot encode)
+            raise ArchiveError(
+                f"a file name below {directory} is not printable UTF-8 ({visible(name)}): "
+                "refusing to archive the run; rename it"
+            )
         if credential_kind(name):  # a file's name becomes part of its key
             raise ArchiveError(
                 f"a file name below {directory} holds {credential_kind(name)}: refusing to "
@@ -385,7 +392,7 @@ def clean_incomplete_run(
         )
     # A push that is still running looks like an incomplete run: leave young runs alone.
     age = datetime.now(UTC) - _last_written(objects)
-    if age < min_age:
+    if min_age > timedelta(0) and age < min_age:  # 0: whatever the store's clock says
         raise ArchiveError(
             f"run {place.describe()} was written to {age.total_seconds() / 60:.1f} minutes ago, "
             f"less than {min_age.total_seconds() / 60:g}: its push may still be running. Wait, "

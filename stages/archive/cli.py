@@ -183,6 +183,18 @@ def _minutes(value: str) -> timedelta:
     raise argparse.ArgumentTypeError(f"{value!r} is not a number of minutes (0 or more)")
 
 
+REGION_NAME = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?")
+"""botocore's check of a region name (`validate_region_name`)."""
+
+
+def region_name(value: str) -> str:
+    if not REGION_NAME.fullmatch(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a region name (letters, digits and `-`, e.g. us-east-1)"
+        )
+    return value
+
+
 def _store_options() -> argparse.ArgumentParser:
     options = argparse.ArgumentParser(add_help=False)
     group = options.add_argument_group(
@@ -194,7 +206,9 @@ def _store_options() -> argparse.ArgumentParser:
         "--endpoint-url",
         help="S3-compatible endpoint (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS)",
     )
-    group.add_argument("--region", help="region (default: the AWS environment or profile)")
+    group.add_argument(
+        "--region", type=region_name, help="region (default: the AWS environment or profile)"
+    )
     group.add_argument("--aws-profile", help="AWS profile (default: AWS_PROFILE)")
     group.add_argument("--path-style", action="store_true", help="path-style bucket addressing")
     return options

@@ -135,7 +135,10 @@ class RunRecord(BaseModel):
     def _in_utc(cls, created_at: datetime) -> datetime:
         if created_at.tzinfo is None:
             raise ValueError("created_at needs a time zone (UTC)")
-        return created_at.astimezone(UTC)
+        try:
+            return created_at.astimezone(UTC)
+        except OverflowError:  # 0001-01-01T00:00+01:00: a ValueError is what pydantic reports
+            raise ValueError("created_at is out of range in UTC") from None
 
     @model_validator(mode="after")
     def _profile_matches_outputs(self) -> RunRecord:

@@ -31,6 +31,7 @@ from botocore.config import Config  # type: ignore[import-untyped]
 from botocore.exceptions import (  # type: ignore[import-untyped]
     BotoCoreError,
     ClientError,
+    ConfigParseError,
     HTTPClientError,
     NoCredentialsError,
     ProfileNotFound,
@@ -241,6 +242,11 @@ def _s3_client(location: ArchiveLocation) -> Any:
         raise ArchiveError(
             f"AWS profile {location.aws_profile!r} is not in the AWS config files "
             "(AWS_CONFIG_FILE, AWS_SHARED_CREDENTIALS_FILE): add it or choose another profile"
+        ) from None
+    except ConfigParseError as error:  # named by its path, never what it holds
+        raise ArchiveError(
+            f"the AWS config file {error.kwargs.get('path')} does not parse: fix it, or point "
+            "AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at another"
         ) from None
     addressing = {"addressing_style": "path"} if location.path_style else None
     try:

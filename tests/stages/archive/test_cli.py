@@ -231,3 +231,30 @@ def test_a_credential_never_becomes_a_key_or_a_folder(
 
     err = capsys.readouterr().err
     assert status == 2 and option in err and GITLAB_TOKEN not in err
+
+
+def test_a_region_that_is_no_region_name_is_bad_usage_naming_the_option(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exited:
+        archive_cli(["list", "--bucket", "abc", "--region", "us east"])
+
+    assert exited.value.code == 2
+    assert "argument --region: 'us east' is not a region name" in capsys.readouterr().err
+
+
+def test_an_aws_config_file_that_does_not_parse_is_one_line_naming_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "config"
+    config.write_text("[profile x\naws_secret_access_key = hunter2-never-shown\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(config))
+
+    status = archive_cli(["list", "--bucket", "abc", "--endpoint-url", "http://127.0.0.1:9"])
+
+    err = capsys.readouterr().err
+    assert status == 1 and "Traceback" not in err and "hunter2" not in err
+    assert one_line_error(err, "list") == (
+        f"archive list: error: the AWS config file {config} does not parse: fix it, or point "
+        "AWS_CONFIG_FILE / AWS_SHARED_CREDENTIALS_FILE at another\n"
+    )

@@ -3,13 +3,31 @@
 from __future__ import annotations
 
 import hashlib
+import json
+import os
 import threading
+import time
+from dataclasses import astuple
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
-from stages.archive import ArchiveConflictError, ArchiveError, ArchiveLocation, RunNotFoundError
+from components.routing import RoutingProfile
+from stages.archive import (
+    ArchiveConflictError,
+    ArchiveError,
+    ArchiveLocation,
+    RunNotFoundError,
+    RunPlace,
+    archive_run,
+    clean_incomplete_run,
+    list_runs,
+)
 from stages.archive.stores import DirectoryBucket, open_bucket
+from tests.stages.archive.helpers import make_results, record_for
+
+RR = RoutingProfile.ROUND_ROBIN
 
 
 def a_bucket(tmp_path: Path) -> DirectoryBucket:
@@ -69,3 +87,51 @@ def test_listing_reading_hashing_and_deleting(tmp_path: Path) -> None:
 def test_a_key_cannot_leave_the_archive(tmp_path: Path) -> None:
     with pytest.raises(ArchiveError, match="leaves the archive"):
         a_bucket(tmp_path).put_new("../../outside", b"x")
+
+
+# --- found by a review (2026-12-07): each a run the archive must not lose or hide ----------------
+
+
+def a_location(tmp_path: Path) -> ArchiveLocation:
+    return ArchiveLocation(bucket="results", endpoint_url=f"file://{tmp_path / 'archive'}")
+
+
+def test_clean_older_than_0_takes_a_run_the_stores_clock_dates_ahead(tmp_path: Path) -> None:
+    location = a_location(tmp_path)
+    place = RunPlace("round-robin", "round-robin", "run-1", "perf")
+    key = place.file_key(location, "summary.json")
+    open_bucket(location).put_new(key, b"{}")
+    ahead = time.time() + 60  # the store's clock a minute ahead of this one
+    os.utime(tmp_path / "archive" / "results" / key, (ahead, ahead))
+
+    deleted = clean_incomplete_run(location, *astuple(place), min_age=timedelta(0))
+
+    assert deleted == [key] and list(open_bucket(location).keys("")) == []
+
+
+def test_a_manifest_dated_out_of_range_is_skipped_never_hiding_the_good_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    good = archive_run(make_results(tmp_path / "results"), record_for(RR, "good"), location)
+    odd = json.loads(good.model_dump_json()) | {
+        "run_id": "odd",
+        "created_at": "0001-01-01T00:00:00+01:00",
+    }
+    odd_key = RunPlace("round-robin", "round-robin", "odd", "perf").manifest_key(location)
+    open_bucket(location).put_new(odd_key, json.dumps(odd).encode())
+
+    assert [record.run_id for record in list_runs(location, stack="round-robin")] == ["good"]
+    assert "created_at is out of range" in capsys.readouterr().err
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_before_anything_is_stored(
+    tmp_path: Path,
+) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    (results / os.fsdecode(b"caf\xe9.txt")).write_bytes(b"x")  # an ISO-8859-1 name
+
+    with pytest.raises(ArchiveError, match=r"not printable UTF-8 \(caf\\udce9.txt\)"):
+        archive_run(results, record_for(RR, "run-1"), location)
+    assert list(open_bucket(location).keys("")) == []
