@@ -175,14 +175,24 @@ PRINTABLE_RUN = re.compile(rb"[\t\x20-\x7e]{16,}")
 
 def credential_kind_in_bytes(data: bytes) -> str | None:
     """`credential_kind` of a file's bytes: UTF-8 text whole; anything else (a PNG chart, a
-    gzip) run by run of printable ASCII, as `strings -n 16` sees it. Read whole as Latin-1,
-    one random 60 kB file in twelve looked like `-u a:b` or `user:pw@host` somewhere (a lab
-    A/B's compressed chart was refused that way)."""
+    gzip) run by run of printable ASCII, as `strings -n 16` sees it, and line by line where a
+    line is text but for a stray byte (a log with one Latin-1 line still has its `DB_PASS=...`
+    found). Read whole as Latin-1, one random 60 kB file in twelve looked like `-u a:b` or
+    `user:pw@host` somewhere (a lab A/B's compressed chart was refused that way)."""
     try:
         return credential_kind(data.decode("utf-8"))
     except UnicodeDecodeError:
         runs = (run.group().decode("ascii") for run in PRINTABLE_RUN.finditer(data))
-        return next((kind for run in runs if (kind := credential_kind(run))), None)
+        lines = (line.decode("utf-8", errors="replace") for line in data.splitlines())
+        texts = (text for group in (runs, filter(_mostly_text, lines)) for text in group)
+        return next((kind for text in texts if (kind := credential_kind(text))), None)
+
+
+def _mostly_text(line: str) -> bool:
+    """Nine characters in ten printable (an undecodable byte is U+FFFD, which is not counted):
+    a text line, not a stretch of binary data between two newline bytes."""
+    text = sum(1 for c in line if c != "\ufffd" and (c.isprintable() or c == "\t"))
+    return text >= 0.9 * len(line)
 
 
 def mask_values(value: Any) -> Any:

@@ -72,7 +72,8 @@ Warn = Callable[[str], None]
 
 
 def warn_on_stderr(message: str) -> None:
-    print(f"archive: warning: {message}", file=sys.stderr)
+    """One line; a key or manifest from the store is anyone's text, its controls escaped."""
+    print(f"archive: warning: {visible(message)}", file=sys.stderr)
 
 
 def find_secret(data: bytes) -> str | None:

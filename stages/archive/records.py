@@ -259,11 +259,14 @@ class RunPlace:
 
     @classmethod
     def of_key(cls, location: ArchiveLocation, key: str) -> RunPlace | None:
-        """The run a key under `<prefix>/<stack>/<profile>/<run-id>/<stage>/` belongs to."""
+        """The run a key under `<prefix>/<stack>/<profile>/<run-id>/<stage>/` belongs to; None
+        for a key no push writes (a segment that is not one, a control character in it)."""
         if not key.startswith(f"{location.prefix}/"):
             return None
         segments = key.removeprefix(f"{location.prefix}/").split("/")
-        return cls(*segments[:4]) if len(segments) >= 5 else None
+        if len(segments) < 5 or not all(re.fullmatch(SEGMENT_PATTERN, s) for s in segments[:4]):
+            return None
+        return cls(*segments[:4])
 
     def describe(self) -> str:
         return f"{self.stack}/{self.profile}/{self.run_id}/{self.stage}"

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import io
 import json
+import random
 import sys
 
 import pytest
@@ -432,3 +433,24 @@ def test_a_url_glued_to_a_number_is_still_masked() -> None:
     text = f"retry 3 of 0https://ci:{password}@mirror.example.com/simple"
 
     assert password not in mask(text) and credential_kind(text) is not None
+
+
+@pytest.mark.parametrize(
+    "line", [b"DB_PASS=s3cr3t", "PGPASSWORD=p\u00e4ssw\u00f6rt-geheim-2024".encode()]
+)
+def test_a_stray_byte_elsewhere_in_a_text_file_leaves_its_credentials_found(
+    line: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("DB_PASS", raising=False)  # by its shape, not by the environment's value
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    text = b"level 1 done\n" + line + b"\nlevel 2 done\n"
+
+    assert credential_kind_in_bytes(text) is not None
+    assert credential_kind_in_bytes(text + b"caf\xe9\n") is not None  # one Latin-1 line
+
+
+def test_binary_data_between_newline_bytes_is_not_read_as_text_lines() -> None:
+    """Read whole as Latin-1, one random 60 kB file in twelve looked like a credential."""
+    files = [random.Random(seed).randbytes(60_000) for seed in range(24)]
+
+    assert [credential_kind_in_bytes(data) for data in files] == [None] * 24

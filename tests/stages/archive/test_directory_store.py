@@ -22,7 +22,9 @@ from stages.archive import (
     RunPlace,
     archive_run,
     clean_incomplete_run,
+    list_incomplete_runs,
     list_runs,
+    warn_on_stderr,
 )
 from stages.archive.stores import DirectoryBucket, open_bucket
 from tests.stages.archive.helpers import make_results, record_for
@@ -135,3 +137,15 @@ def test_a_file_name_that_is_not_utf8_is_refused_before_anything_is_stored(
     with pytest.raises(ArchiveError, match=r"not printable UTF-8 \(caf\\udce9.txt\)"):
         archive_run(results, record_for(RR, "run-1"), location)
     assert list(open_bucket(location).keys("")) == []
+
+
+def test_a_key_no_push_writes_is_no_run_and_never_reaches_the_terminal_raw(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    odd = f"{location.prefix}/x\x1b]0;pwned\x07/round-robin/run-1/perf/files/a.json"
+    open_bucket(location).put_new(odd, b"{}")
+
+    assert list_incomplete_runs(location) == []
+    warn_on_stderr(f"skipped {odd}")
+    assert "\x1b" not in capsys.readouterr().err
