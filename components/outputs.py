@@ -69,6 +69,10 @@ def external_url(mode: str, host: str, tls_secret: str) -> str | None:
 
 CACHE_READY_KEY = "modelCacheReady"
 WORKER_IMAGE_KEY = "workerImage"
+SELECTED_BY_KEYS = ("workerMemory", "nimModelProfile")
+"""What the download selected the NIM's model profile by (its pod's memory limit counts as the
+system's memory, and a pinned profile wins): a profile stack's workers must select the same one,
+the one the cache holds. Exported only where the layer runs the download."""
 CREDENTIALS_DIGEST_KEY = "credentialsDigest"
 NGC_SECRET_FIELD_KEY = "ngcSecretField"
 """The key inside ngcSecret that holds the NGC key: named `Field`, since a name ending in `Key`
@@ -80,16 +84,19 @@ LAYER_OUTPUT_KEYS = (
     NGC_SECRET_FIELD_KEY,
     "registryPullSecret",
     WORKER_IMAGE_KEY,
+    *SELECTED_BY_KEYS,
     CACHE_READY_KEY,
     CREDENTIALS_DIGEST_KEY,
 )
 OPTIONAL_LAYER_KEYS = frozenset(
     {"ngcSecret", "registryPullSecret", CREDENTIALS_DIGEST_KEY, NGC_SECRET_FIELD_KEY}
+    | set(SELECTED_BY_KEYS)
 )
 """None when there is no NGC key (`ngcApiKeyNeeded` false) or no pull secret; the engine then
 stores no such key at all. A layer deployed
 by an earlier version of this program has no credentialsDigest (`ordering_problems` says so), nor
-ngcSecretField (its Secret's key is then NGC_API_KEY, the only one it knew)."""
+ngcSecretField (its Secret's key is then NGC_API_KEY, the only one it knew), nor what the download
+selected by (not compared then); a layer without a download exports none of those."""
 
 
 def layer_outputs(layer: SharedLayer) -> dict[str, object]:
@@ -174,6 +181,17 @@ def ordering_problems(outputs: Mapping[str, Any], settings: StackSettings, stack
             f"workers hold the GPUs the new download needs), `pulumi up --stack {stack}` (it "
             "downloads for the new image), then `pulumi up` this stack."
         )
+    selected_by = {
+        "workerMemory": settings.worker_memory,
+        "nimModelProfile": settings.nim_model_profile,
+    }
+    for key in SELECTED_BY_KEYS:
+        if outputs.get(key) is not None and outputs[key] != selected_by[key]:
+            problems.append(
+                f"{config_key(key)} is {selected_by[key]!r}, but {stack} downloaded the model with "
+                f"{outputs[key]!r}: set the same {key} on both stacks (the NIM selects its model "
+                "profile by it, and the cache holds the one the download selected)."
+            )
     if not outputs.get(CREDENTIALS_DIGEST_KEY):
         problems.append(
             f"{stack} has no output {CREDENTIALS_DIGEST_KEY}: it was deployed by an earlier "

@@ -228,6 +228,8 @@ def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) 
         "ngcSecret": "ngc-api-secret",
         "ngcSecretField": "NGC_API_KEY",
         "workerImage": "nvcr.io/nim/nvidia/cosmos3:2.1.0",
+        "workerMemory": "96Gi",
+        "nimModelProfile": "",
         "modelCacheReady": True,
         "credentialsDigest": credentials_digest(NGC_KEY, None),
     }
@@ -456,6 +458,13 @@ def test_a_shared_stack_that_was_never_deployed_is_refused_with_what_to_do(
 ) -> None:
     with pytest.raises(RunError, match=r"Deploy it first \(`pulumi up --stack organization/"):
         run_stack("session-affinity", stack_outputs={})
+
+
+def test_without_a_download_the_layer_exports_nothing_the_profile_is_selected_by(
+    run_stack: RunStack,
+) -> None:
+    exports = run_stack("shared", {"modelDownload": False}).exports
+    assert "workerMemory" not in exports and "nimModelProfile" not in exports
 
 
 def test_the_layer_reports_the_image_and_completion_of_its_download(run_stack: RunStack) -> None:

@@ -157,6 +157,8 @@ def shared_layer_outputs(
         "ngcSecretField": "NGC_API_KEY",
         "registryPullSecret": pull_secret,
         "workerImage": declared_config()["workerImage"]["default"],
+        "workerMemory": declared_config()["workerMemory"]["default"],
+        "nimModelProfile": declared_config()["nimModelProfile"]["default"],
         "modelCacheReady": True,
         "credentialsDigest": credentials_digest(ngc_api_key, None),
     } | replaced

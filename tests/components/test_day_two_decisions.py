@@ -104,6 +104,8 @@ def outputs(**replaced: Any) -> dict[str, Any]:
     ("replaced", "words"),
     [
         ({"workerImage": "nvcr.io/nim/nvidia/cosmos3:9.9.9"}, "filled the model cache with"),
+        ({"workerMemory": "64Gi"}, "workerMemory is '96Gi', but org/p/shared downloaded the model"),
+        ({"nimModelProfile": "abc123"}, "set the same nimModelProfile on both stacks"),
         ({"modelCacheReady": False}, "has not completed"),
         ({"credentialsDigest": None}, "deployed by an earlier version"),
     ],
@@ -119,6 +121,12 @@ def test_what_the_order_of_updates_settles_is_a_warning_in_preview_and_a_refusal
     assert len(notes) == 1 and words in notes[0] and "`pulumi up` refuses this" in notes[0]
     with pytest.raises(SharedLayerError, match=words):
         shared_layer_from_outputs(outputs(**replaced), settings, "org/p/shared", preview=False)
+
+
+def test_a_layer_without_a_download_or_from_before_the_keys_is_not_compared() -> None:
+    settings = parse("round-robin", secrets={})
+    earlier = outputs(workerMemory=None, nimModelProfile=None)
+    assert shared_layer_from_outputs(earlier, settings, "org/p/shared")[1] == []
 
 
 def test_a_layer_that_was_never_deployed_is_refused_even_in_preview() -> None:

@@ -158,7 +158,7 @@ def test_layer_outputs_and_the_download_export_exactly_the_declared_keys() -> No
     from components import outputs
 
     names = tuple(outputs.layer_outputs(own_layer(settings("dev"))))
-    download = (outputs.WORKER_IMAGE_KEY, outputs.CACHE_READY_KEY)
+    download = (outputs.WORKER_IMAGE_KEY, *outputs.SELECTED_BY_KEYS, outputs.CACHE_READY_KEY)
     secrets = (outputs.CREDENTIALS_DIGEST_KEY,)
     assert names + download + secrets == outputs.LAYER_OUTPUT_KEYS
 
