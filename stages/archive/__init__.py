@@ -170,6 +170,12 @@ def _push(
 ) -> PushOutcome:
     checked = checked_files(directory)
     stored = record.model_copy(update={"files": tuple(entry for entry, _ in checked)})
+    manifest = masked_document(stored.model_dump_json(indent=2).encode())
+    if len(manifest) > MAX_MANIFEST_BYTES:  # no reader would take it: refused before any upload
+        raise ArchiveError(
+            f"{directory} holds {len(checked)} files, whose manifest would pass the "
+            f"{MAX_MANIFEST_BYTES // 2**20} MiB every reader takes: archive fewer files"
+        )
     bucket = open_bucket(location)
     place = RunPlace.of(stored)
     manifest_key = place.manifest_key(location)
@@ -188,7 +194,7 @@ def _push(
             raise ArchiveError(f"{path} changed while it was being archived: archive it again")
         bucket.put_new(place.file_key(location, entry.name), data, INTERRUPTED_ADVICE)
     # The manifest last: listing looks only at manifests, so no run is seen before its files.
-    bucket.put_new(manifest_key, masked_document(stored.model_dump_json(indent=2).encode()))
+    bucket.put_new(manifest_key, manifest)
     return PushOutcome(stored, uploaded=len(missing), kept=len(checked) - len(missing))
 
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
+from stages import archive
 from stages.archive import (
     ArchiveConflictError,
     ArchiveError,
@@ -149,3 +150,15 @@ def test_a_key_no_push_writes_is_no_run_and_never_reaches_the_terminal_raw(
     assert list_incomplete_runs(location) == []
     warn_on_stderr(f"skipped {odd}")
     assert "\x1b" not in capsys.readouterr().err
+
+
+def test_a_manifest_no_reader_would_take_is_refused_before_any_upload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    monkeypatch.setattr(archive, "MAX_MANIFEST_BYTES", 100)  # any manifest is larger
+
+    with pytest.raises(ArchiveError, match="whose manifest would pass the"):
+        archive_run(results, record_for(RR, "run-1"), location)
+    assert list(open_bucket(location).keys("")) == []
