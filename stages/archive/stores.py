@@ -281,6 +281,9 @@ class DirectoryBucket(Store):
         self.root = Path(urlsplit(location.endpoint_url or "").path).resolve() / location.bucket
         self.endpoint = f"file://{self.root.parent}"
         self.root.mkdir(parents=True, exist_ok=True)
+        # Beside the bucket, on its file system (a link needs one): a result file may have any
+        # name, `.incoming-...` too, and the writes in progress are no keys.
+        self.incoming = self.root.parent / f".{location.bucket}.incoming"
 
     def url(self, key: str) -> str:
         return f"file://{self.root}/{key}"
@@ -298,7 +301,8 @@ class DirectoryBucket(Store):
     def put_new(self, key: str, body: bytes, advice: str = NEW_RUN_ID_ADVICE) -> None:
         path = self._path(key)
         path.parent.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=".incoming-", delete=False) as tmp:
+        self.incoming.mkdir(exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=self.incoming, delete=False) as tmp:
             tmp.write(body)
         try:
             os.link(tmp.name, path)  # fails if the name exists: never an overwrite
@@ -314,17 +318,21 @@ class DirectoryBucket(Store):
         """The stored file's bytes: a regular file of at most `max_size` (else MAX_INPUT_BYTES,
         the most a push stores), never a device or a FIFO someone left in the directory."""
         try:
-            return read_bytes(self._path(key), "archived file", max_size or MAX_INPUT_BYTES)
+            path = self._path(key)
+        except ArchiveError as error:  # a link at the key: never a push's, so no run's
+            raise UnusableStoredFile(str(error)) from None
+        try:
+            return read_bytes(path, "archived file", max_size or MAX_INPUT_BYTES)
         except InputFileMissing:
             raise RunNotFoundError(f"{self.url(key)} does not exist") from None
         except InputFileError as error:
             raise UnusableStoredFile(f"{self.url(key)}: {error}") from None
 
     def objects(self, prefix: str) -> Iterator[StoredObject]:
-        """Every object whose key starts with `prefix`, in key order (temporary files skipped)."""
+        """Every object whose key starts with `prefix`, in key order."""
         for path in sorted(p for p in self.root.rglob("*") if p.is_file()):
             key = path.relative_to(self.root).as_posix()
-            if key.startswith(prefix) and not path.name.startswith(".incoming-"):
+            if key.startswith(prefix):
                 stat = path.stat()
                 yield StoredObject(key, stat.st_size, datetime.fromtimestamp(stat.st_mtime, UTC))
 

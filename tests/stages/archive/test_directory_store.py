@@ -69,7 +69,7 @@ def test_of_two_concurrent_writers_exactly_one_wins(tmp_path: Path) -> None:
         thread.join()
 
     assert sorted(outcomes) == ["refused"] * 7 + ["stored"]
-    assert not [p for p in (tmp_path / "archive").rglob(".incoming-*")]
+    assert list((tmp_path / "archive" / ".results.incoming").iterdir()) == []  # none left
 
 
 def test_listing_reading_hashing_and_deleting(tmp_path: Path) -> None:
@@ -162,3 +162,30 @@ def test_a_manifest_no_reader_would_take_is_refused_before_any_upload(
     with pytest.raises(ArchiveError, match="whose manifest would pass the"):
         archive_run(results, record_for(RR, "run-1"), location)
     assert list(open_bucket(location).keys("")) == []
+
+
+def test_a_result_named_like_a_write_in_progress_is_stored_and_seen(tmp_path: Path) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    (results / ".incoming-notes.txt").write_text("a name the store once kept for itself\n")
+
+    record = archive_run(results, record_for(RR, "run-1"), location)
+
+    assert ".incoming-notes.txt" in [entry.name for entry in record.files]
+    place = RunPlace.of(record)
+    assert len(list(open_bucket(location).objects(place.files_prefix(location)))) == 7
+
+
+def test_a_link_at_a_manifests_key_is_skipped_never_hiding_the_good_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    archive_run(make_results(tmp_path / "results"), record_for(RR, "good"), location)
+    odd = RunPlace("round-robin", "round-robin", "odd", "perf").manifest_key(location)
+    link = tmp_path / "archive" / "results" / odd
+    link.parent.mkdir(parents=True)
+    (tmp_path / "elsewhere.json").write_text("{}")
+    link.symlink_to(tmp_path / "elsewhere.json")
+
+    assert [record.run_id for record in list_runs(location, stack="round-robin")] == ["good"]
+    assert "skipped" in capsys.readouterr().err
