@@ -19,14 +19,15 @@ from stages.ab.plan import AbRun
 from stages.ab.target import AbTarget, Say
 from stages.archive import (
     RunNotFoundError,
+    RunPlace,
     RunRecord,
     Stage,
     download_record,
     fetch_record,
-    list_incomplete_runs,
     resume_run,
 )
 from stages.archive.report_inputs import RESULTS_FILE
+from stages.archive.stores import open_bucket
 from stages.core.results import ProfileResults, ResultsError
 from stages.errors import UsageError
 
@@ -58,14 +59,14 @@ def finish_interrupted_pushes(
     deployed: a new measurement would differ from them, and the archive never overwrites. Only
     a sweep that passed is ever pushed, so a perf push found part-way is one of a passed sweep."""
     directory = run.profile_dir(profile)
+    if not (directory / OUTPUTS_FILE).is_file():  # no attempt of this run deployed it here
+        return
     stack = own_name(target.stack(profile))
-    started = {
-        incomplete.place.stage
-        for incomplete in list_incomplete_runs(run.archive, stack)
-        if (incomplete.place.profile, incomplete.place.run_id) == (profile.value, run.run_id)
-    }
+    bucket = open_bucket(run.archive)
     for stage in (Stage.SMOKE, Stage.PERF):
-        if stage.value in started and (directory / OUTPUTS_FILE).is_file():
+        place = RunPlace(stack, profile.value, run.run_id, stage.value)
+        began = next(iter(bucket.objects(place.files_prefix(run.archive))), None) is not None
+        if began and not bucket.exists(place.manifest_key(run.archive)):
             say(f"{profile.value}: finishing the {stage.value} push an earlier attempt began")
             outputs = StackOutputs.load(directory / OUTPUTS_FILE)
             push(run, stack, stage, outputs, directory / stage.value, say)
