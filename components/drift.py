@@ -12,15 +12,14 @@ and in `up`, which fields the update removes (docs/day-two.md, "kubectl and the 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from functools import partial
-from typing import Any, TypeVar
+from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
-from pydantic.alias_generators import to_snake
 
 from common.credentials import mask
+from components.kubernetes_object import KubernetesObject
 from components.live import Live, ObjectRef, Unknown
 
 Manifest = Mapping[str, Any]
@@ -62,26 +61,15 @@ def warn_kubectl_fields(live: Live, manifest: Manifest, resource: pulumi.Resourc
     )
 
 
-_TYPED: dict[tuple[str, str], Callable[..., pulumi.CustomResource]] = {
-    ("v1", "ConfigMap"): k8s.core.v1.ConfigMap,
-    ("v1", "Service"): k8s.core.v1.Service,
-    ("networking.k8s.io/v1", "Ingress"): k8s.networking.v1.Ingress,
-    ("policy/v1", "PodDisruptionBudget"): k8s.policy.v1.PodDisruptionBudget,
-}
-"""The kinds pulumi-kubernetes has a type for, among those built from an Output; any other is a
-CustomResource."""
-
-
-R = TypeVar("R", bound=pulumi.Resource)
 _HEAD = ("apiVersion", "kind")
 
 
 def applied(
-    kind: Callable[..., R], name: str, manifest: Manifest, opts: pulumi.ResourceOptions, live: Live
-) -> R:
-    """The resource of type `kind`, its fields `manifest`'s, warned about kubectl's fields."""
-    fields = {to_snake(key): value for key, value in manifest.items() if key not in _HEAD}
-    resource = kind(name, **fields, opts=opts)
+    name: str, manifest: Manifest, opts: pulumi.ResourceOptions, live: Live
+) -> KubernetesObject:
+    """`manifest`'s object, warned about kubectl's fields."""
+    fields = {key: value for key, value in manifest.items() if key not in _HEAD}
+    resource = KubernetesObject(name, manifest["apiVersion"], manifest["kind"], fields, opts)
     warn_kubectl_fields(live, manifest, resource)
     return resource
 
@@ -92,17 +80,11 @@ def resource_of(
     manifest: pulumi.Output[Manifest],
     opts: pulumi.ResourceOptions,
     live: Live | None = None,
-) -> pulumi.CustomResource:
-    """The resource of `shape`'s kind, its fields from `manifest` (an Output of the same object,
+) -> KubernetesObject:
+    """The object of `shape`'s kind, its fields from `manifest` (an Output of the same object,
     in a namespace known only then); with `live`, warned about kubectl's fields."""
-    api_version, kind = shape["apiVersion"], shape["kind"]
-    fields = {
-        to_snake(key): manifest.apply(partial(_field, key)) for key in shape if key not in _HEAD
-    }
-    typed = _TYPED.get((api_version, kind)) or partial(
-        k8s.apiextensions.CustomResource, api_version=api_version, kind=kind
-    )
-    resource = typed(name, **fields, opts=opts)
+    fields = {key: manifest.apply(partial(_field, key)) for key in shape if key not in _HEAD}
+    resource = KubernetesObject(name, shape["apiVersion"], shape["kind"], fields, opts)
     if live is not None:
         manifest.apply(partial(warn_kubectl_fields, live, resource=resource))
     return resource

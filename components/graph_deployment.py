@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from operator import itemgetter
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import graph_manifest, names
 from components.args import GraphArgs
 from components.drift import handed_over, warn_kubectl_fields
 from components.graph_manifest import ExistingGraph
+from components.kubernetes_object import KubernetesObject
 from components.layer_manifests import Manifest, SharedLayer
 from components.live import Live, LiveReadError, ObjectRef, Unknown
 from components.readiness import (
@@ -39,7 +40,7 @@ class GraphDeployment(pulumi.ComponentResource):
     Outputs of resources: the graph is registered once they resolve (the download's wait).
     """
 
-    resource: k8s.apiextensions.CustomResource
+    resource: KubernetesObject
     ready: pulumi.Output[bool]
 
     def __init__(
@@ -57,13 +58,12 @@ class GraphDeployment(pulumi.ComponentResource):
                 args, resolved, self._existing(args, resolved, live)
             )
         )
-        self.resource = k8s.apiextensions.CustomResource(
+        self.resource = KubernetesObject(
             name,
-            api_version=graph_manifest.API_VERSION,
-            kind=graph_manifest.KIND,
-            metadata=manifest.apply(lambda m: m["metadata"]),
-            spec=manifest.apply(lambda m: m["spec"]),
-            opts=pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
+            graph_manifest.API_VERSION,
+            graph_manifest.KIND,
+            {key: manifest.apply(itemgetter(key)) for key in ("metadata", "spec")},
+            pulumi.ResourceOptions(parent=self, depends_on=list(depends_on)),
         )
         manifest.apply(lambda m: warn_kubectl_fields(live, m, self.resource))
         self.ready = pulumi.Output.all(manifest, self.resource.id).apply(

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.drift import applied
@@ -32,5 +31,5 @@ class LayerGuard(pulumi.ComponentResource):
         super().__init__("cosmos3:recipe:LayerGuard", name, None, opts)
         manifest = layer_manifests.layer_guard(namespace)
         kept = pulumi.ResourceOptions(parent=self, protect=True, depends_on=list(depends_on))
-        applied(k8s.core.v1.ConfigMap, name, manifest, kept, live)
+        applied(name, manifest, kept, live)
         self.register_outputs({})

@@ -12,11 +12,11 @@ from collections.abc import Sequence
 from typing import cast
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import ModelCacheArgs
 from components.drift import applied
+from components.kubernetes_object import KubernetesObject
 from components.live import Live
 
 
@@ -36,26 +36,24 @@ class ModelCache(pulumi.ComponentResource):
         super().__init__("cosmos3:recipe:ModelCache", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
         if not args.create:
-            claim = k8s.core.v1.PersistentVolumeClaim.get(
-                name, f"{args.namespace}/{args.claim}", opts=child
+            claim = KubernetesObject.get(
+                name, "v1", "PersistentVolumeClaim", f"{args.namespace}/{args.claim}", child
             )
         else:
             # Read the class first: a misspelt one stops the update here, before any claim
             # exists (and fails every preview once the stack's provider exists). Created on a
             # missing class, the claim would stay Pending, protected, in the state (real tier).
-            storage_class = k8s.storage.v1.StorageClass.get(
-                f"{name}-storage-class", args.storage_class, opts=child
+            storage_class = KubernetesObject.get(
+                f"{name}-storage-class",
+                "storage.k8s.io/v1",
+                "StorageClass",
+                args.storage_class,
+                child,
             )
             manifest = layer_manifests.model_cache_claim(args)
             kept = pulumi.ResourceOptions(protect=True, depends_on=[storage_class])
-            claim = applied(
-                k8s.core.v1.PersistentVolumeClaim,
-                name,
-                manifest,
-                pulumi.ResourceOptions.merge(child, kept),
-                live,
-            )
+            claim = applied(name, manifest, pulumi.ResourceOptions.merge(child, kept), live)
         self.claim = claim
         # Always set: the claim is created or read under its configured name.
-        self.claim_name = claim.metadata.apply(lambda metadata: cast(str, metadata.name))
+        self.claim_name = claim.metadata.apply(lambda metadata: cast(str, metadata["name"]))
         self.register_outputs({"claimName": self.claim_name})

@@ -21,11 +21,11 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import layer_manifests, names
 from components.args import DownloadArgs
 from components.drift import applied
+from components.kubernetes_object import KubernetesObject
 from components.layer_manifests import SharedLayer
 from components.live import ClusterView, Live, ObjectRef, Unknown
 from components.readiness import (
@@ -54,7 +54,7 @@ class ModelDownload(pulumi.ComponentResource):
     the last update that completed. `image` is the image of the Job's container.
     """
 
-    job: k8s.batch.v1.Job
+    job: KubernetesObject
     cache_ready: pulumi.Output[bool]
     image: pulumi.Output[str]
 
@@ -76,7 +76,7 @@ class ModelDownload(pulumi.ComponentResource):
             depends_on=list(depends_on),
             custom_timeouts=pulumi.CustomTimeouts(delete=f"{JOB_DELETE_TIMEOUT_SECONDS}s"),
         )
-        self.job = applied(k8s.batch.v1.Job, name, manifest, opts, live)
+        self.job = applied(name, manifest, opts, live)
         for warning, note in live_job_notes(found, ref, datetime.now(UTC)):
             (pulumi.log.warn if warning else pulumi.log.info)(note, resource=self.job)
         self.cache_ready = self.job.metadata.apply(
@@ -150,7 +150,7 @@ def _stuck_terminating(pod: dict[str, Any], ref: ObjectRef, now: datetime) -> st
     )
 
 
-def _awaited(job: k8s.batch.v1.Job, live: Live, ref: ObjectRef, deadline: int) -> Any:
+def _awaited(job: KubernetesObject, live: Live, ref: ObjectRef, deadline: int) -> Any:
     if pulumi.runtime.is_dry_run():
         return True  # what a successful `up` makes it; nothing is awaited in a preview
 
@@ -242,4 +242,4 @@ def _hints(verdict: Verdict, ref: ObjectRef, deadline: int) -> list[str]:
 
 def download_image(spec: Any) -> str:
     """The image of the Job's (only) container, from its spec output."""
-    return str(spec.template.spec.containers[0].image)
+    return str(spec["template"]["spec"]["containers"][0]["image"])

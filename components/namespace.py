@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import cast
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import layer_manifests
 from components.args import NamespaceArgs
@@ -32,9 +31,9 @@ class Namespace(pulumi.ComponentResource):
         if args.create:
             manifest = layer_manifests.namespace(args)
             kept = pulumi.ResourceOptions(parent=self, protect=True, retain_on_delete=True)
-            namespace = applied(k8s.core.v1.Namespace, name, manifest, kept, live)
+            namespace = applied(name, manifest, kept, live)
             # Always set: the manifest names the namespace explicitly.
-            self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata.name))
+            self.name = namespace.metadata.apply(lambda metadata: cast(str, metadata["name"]))
         else:
             self.name = pulumi.Output.from_input(args.name)
         self.register_outputs({"name": self.name})

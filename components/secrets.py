@@ -8,7 +8,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import pulumi
-import pulumi_kubernetes as k8s
 
 from components import layer_manifests, names
 from components.args import SecretsArgs
@@ -18,6 +17,7 @@ from components.credentials_digest import (
     secret_identity,
 )
 from components.drift import applied
+from components.kubernetes_object import KubernetesObject
 from components.live import Live, ObjectRef, Unknown
 from components.settings import StackSettings, config_key
 
@@ -49,13 +49,14 @@ class Secrets(pulumi.ComponentResource):
     ) -> None:
         super().__init__("cosmos3:recipe:Secrets", name, None, opts)
         child = pulumi.ResourceOptions(parent=self, depends_on=list(depends_on))
-        # pulumi-kubernetes marks `data` and `stringData` as secret outputs, so the values stay
-        # encrypted in state even when an input was plain.
-        self.ngc: k8s.core.v1.Secret | None = None
+        # A Secret's `data` and `stringData` are secret inputs and outputs (KubernetesObject, as
+        # pulumi-kubernetes's typed Secret), so the values stay encrypted in state even when an
+        # input was plain.
+        self.ngc: KubernetesObject | None = None
         if values.ngc_api_key is not None:
             manifest = layer_manifests.ngc_secret(args.namespace, values.ngc_api_key)
-            self.ngc = applied(k8s.core.v1.Secret, f"{name}-ngc", manifest, child, live)
-        self.registry: k8s.core.v1.Secret | None = None
+            self.ngc = applied(f"{name}-ngc", manifest, child, live)
+        self.registry: KubernetesObject | None = None
         docker_config: pulumi.Output[str | None] = pulumi.Output.from_input(
             args.existing_pull_secret or None
         )
@@ -66,7 +67,7 @@ class Secrets(pulumi.ComponentResource):
                 )
             )
             manifest = layer_manifests.registry_pull_secret(args.namespace, docker_config)
-            self.registry = applied(k8s.core.v1.Secret, f"{name}-registry", manifest, child, live)
+            self.registry = applied(f"{name}-registry", manifest, child, live)
         if values.ngc_api_key is None:
             digest = pulumi.Output.from_input(
                 existing_credentials_digest(args.existing_ngc_secret, args.existing_pull_secret)
