@@ -69,10 +69,13 @@ def external_url(mode: str, host: str, tls_secret: str) -> str | None:
 
 CACHE_READY_KEY = "modelCacheReady"
 WORKER_IMAGE_KEY = "workerImage"
-SELECTED_BY_KEYS = ("workerMemory", "nimModelProfile")
+SELECTED_BY_KEYS = ("workerMemory", "nimModelProfile", "nimSelectionEnv")
 """What the download selected the NIM's model profile by (its pod's memory limit counts as the
-system's memory, and a pinned profile wins): a profile stack's workers must select the same one,
-the one the cache holds. Exported only where the layer runs the download."""
+system's memory, a pinned profile wins, and `workerExtraEnv` may override the recipe's selection
+variables): a profile stack's workers must select the same one, the one the cache holds.
+Exported only where the layer runs the download."""
+SELECTED_BY_SETTING = {"nimSelectionEnv": "workerExtraEnv"}
+"""The config key behind an output of SELECTED_BY_KEYS where the two names differ."""
 CREDENTIALS_DIGEST_KEY = "credentialsDigest"
 NGC_SECRET_FIELD_KEY = "ngcSecretField"
 """The key inside ngcSecret that holds the NGC key: named `Field`, since a name ending in `Key`
@@ -163,6 +166,36 @@ def shared_layer_from_outputs(
     return layer, notes
 
 
+NIM_SELECTION_NAMES = frozenset(
+    {
+        "NIM_CACHE_PATH",
+        "NIM_MODEL_TYPE",
+        "NIM_MODEL_SIZE",
+        "NIM_MODEL_VARIANT",
+        "NIM_PRECISION",
+        "NIM_TAGS_SELECTOR",
+        "NIM_MODEL_PROFILE",
+    }
+)
+"""What the NIM reads to select its model profile and to find its cache (dynamo-cosmos3-facts,
+the NIM's environment): `workerExtraEnv` entries of these names change what a pod selects."""
+
+
+def selection_overrides(extra: tuple[str, ...]) -> list[str]:
+    """The `workerExtraEnv` entries that change what the NIM selects (NAME=value), sorted."""
+    return sorted(item for item in extra if item.split("=", 1)[0] in NIM_SELECTION_NAMES)
+
+
+def selected_by(settings: StackSettings) -> dict[str, Any]:
+    """What this stack's pods select the NIM's model profile by, under SELECTED_BY_KEYS."""
+    values = (
+        settings.worker_memory,
+        settings.nim_model_profile,
+        selection_overrides(tuple(settings.worker_extra_env)),
+    )
+    return dict(zip(SELECTED_BY_KEYS, values, strict=True))
+
+
 def ordering_problems(outputs: Mapping[str, Any], settings: StackSettings, stack: str) -> list[str]:
     """What the layer stack must do before this stack's update: complete its download, download
     for this stack's image, export the credentials' digest. Each says the order."""
@@ -181,17 +214,20 @@ def ordering_problems(outputs: Mapping[str, Any], settings: StackSettings, stack
             f"workers hold the GPUs the new download needs), `pulumi up --stack {stack}` (it "
             "downloads for the new image), then `pulumi up` this stack."
         )
-    selected_by = {
-        "workerMemory": settings.worker_memory,
-        "nimModelProfile": settings.nim_model_profile,
-    }
-    for key in SELECTED_BY_KEYS:
-        if outputs.get(key) is not None and outputs[key] != selected_by[key]:
-            problems.append(
-                f"{config_key(key)} is {selected_by[key]!r}, but {stack} downloaded the model with "
-                f"{outputs[key]!r}: set the same {key} on both stacks (the NIM selects its model "
-                "profile by it, and the cache holds the one the download selected)."
-            )
+    for key, mine in selected_by(settings).items():
+        if outputs.get(key) is None or outputs[key] == mine:
+            continue
+        setting = SELECTED_BY_SETTING.get(key, key)
+        mine_is = (
+            f"{config_key(key)} is {mine!r}"
+            if setting == key
+            else f"the NIM selection entries of {config_key(setting)} are {mine!r}"
+        )
+        problems.append(
+            f"{mine_is}, but {stack} downloaded the model with {outputs[key]!r}: set the same "
+            f"{setting} on both stacks (the NIM selects its model profile by it, and the cache "
+            "holds the one the download selected)."
+        )
     if not outputs.get(CREDENTIALS_DIGEST_KEY):
         problems.append(
             f"{stack} has no output {CREDENTIALS_DIGEST_KEY}: it was deployed by an earlier "

@@ -166,8 +166,7 @@ class Recipe(pulumi.ComponentResource):
             # The graph is registered once the download's wait has seen it complete.
             ready = [download.cache_ready.apply(lambda _: download.job)]
             exported[outputs.WORKER_IMAGE_KEY] = download.image
-            selected_by = (settings.worker_memory, settings.nim_model_profile)
-            for key, value in zip(outputs.SELECTED_BY_KEYS, selected_by, strict=True):
+            for key, value in outputs.selected_by(settings).items():
                 exported[key] = pulumi.Output.from_input(value)
             exported[outputs.CACHE_READY_KEY] = download.cache_ready
         else:

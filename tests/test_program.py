@@ -230,6 +230,7 @@ def test_shared_stack_exports_the_layer_for_profile_stacks(run_stack: RunStack) 
         "workerImage": "nvcr.io/nim/nvidia/cosmos3:2.1.0",
         "workerMemory": "96Gi",
         "nimModelProfile": "",
+        "nimSelectionEnv": [],
         "modelCacheReady": True,
         "credentialsDigest": credentials_digest(NGC_KEY, None),
     }
@@ -464,7 +465,15 @@ def test_without_a_download_the_layer_exports_nothing_the_profile_is_selected_by
     run_stack: RunStack,
 ) -> None:
     exports = run_stack("shared", {"modelDownload": False}).exports
-    assert "workerMemory" not in exports and "nimModelProfile" not in exports
+    assert not {"workerMemory", "nimModelProfile", "nimSelectionEnv"} & set(exports)
+
+
+def test_the_layer_exports_the_extra_env_its_download_selected_by(run_stack: RunStack) -> None:
+    extra = ["NIM_LOG_LEVEL=DEBUG", "NIM_PRECISION=bf16", "NIM_MODEL_SIZE=nano"]
+    run = run_stack("shared", {"workerExtraEnv": extra})
+    download = run.one(JOB).inputs["spec"]["template"]["spec"]["containers"][0]
+    assert _env(download)["NIM_PRECISION"] == "bf16"
+    assert run.exports["nimSelectionEnv"] == ["NIM_MODEL_SIZE=nano", "NIM_PRECISION=bf16"]
 
 
 def test_the_layer_reports_the_image_and_completion_of_its_download(run_stack: RunStack) -> None:

@@ -159,6 +159,7 @@ def shared_layer_outputs(
         "workerImage": declared_config()["workerImage"]["default"],
         "workerMemory": declared_config()["workerMemory"]["default"],
         "nimModelProfile": declared_config()["nimModelProfile"]["default"],
+        "nimSelectionEnv": [],
         "modelCacheReady": True,
         "credentialsDigest": credentials_digest(ngc_api_key, None),
     } | replaced

@@ -106,6 +106,10 @@ def outputs(**replaced: Any) -> dict[str, Any]:
         ({"workerImage": "nvcr.io/nim/nvidia/cosmos3:9.9.9"}, "filled the model cache with"),
         ({"workerMemory": "64Gi"}, "workerMemory is '96Gi', but org/p/shared downloaded the model"),
         ({"nimModelProfile": "abc123"}, "set the same nimModelProfile on both stacks"),
+        (
+            {"nimSelectionEnv": ["NIM_PRECISION=bf16"]},
+            "the NIM selection entries of cosmos3-nano-reasoner:workerExtraEnv are",
+        ),
         ({"modelCacheReady": False}, "has not completed"),
         ({"credentialsDigest": None}, "deployed by an earlier version"),
     ],
@@ -125,8 +129,18 @@ def test_what_the_order_of_updates_settles_is_a_warning_in_preview_and_a_refusal
 
 def test_a_layer_without_a_download_or_from_before_the_keys_is_not_compared() -> None:
     settings = parse("round-robin", secrets={})
-    earlier = outputs(workerMemory=None, nimModelProfile=None)
+    earlier = outputs(workerMemory=None, nimModelProfile=None, nimSelectionEnv=None)
     assert shared_layer_from_outputs(earlier, settings, "org/p/shared")[1] == []
+
+
+def test_only_the_extra_env_the_nim_selects_by_is_compared() -> None:
+    settings = parse("round-robin", secrets={}, workerExtraEnv=["NIM_LOG_LEVEL=DEBUG"])
+    assert shared_layer_from_outputs(outputs(), settings, "org/p/shared")[1] == []
+    pinned = parse("round-robin", secrets={}, workerExtraEnv=["NIM_PRECISION=bf16"])
+    layer = outputs(nimSelectionEnv=["NIM_PRECISION=bf16"])
+    assert shared_layer_from_outputs(layer, pinned, "org/p/shared")[1] == []
+    with pytest.raises(SharedLayerError, match="set the same workerExtraEnv on both stacks"):
+        shared_layer_from_outputs(outputs(), pinned, "org/p/shared", preview=False)
 
 
 def test_a_layer_that_was_never_deployed_is_refused_even_in_preview() -> None:
