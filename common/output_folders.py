@@ -66,6 +66,7 @@ __all__ = [
     "OwnedFolder",
     "claimed_folder",
     "os_error_reason",
+    "running_writer",
 ]
 
 MARKER_FILE = ".written-files.json"
@@ -154,19 +155,33 @@ def claimed_folder(
             else error
         )
         raise OutputFolderError(f"{option} {folder}: {why}") from None
+    marked = False
     try:
         if previous:
             taken = f"took over the lock of {previous}, which is gone"
             print(f"{option} {folder}: {taken}", file=sys.stderr)
         if _read_marker(root) is None:  # new, or holding only folders of the writer's
             _write_marker(root, writer, listed)
+            marked = True
         with holding(folder):  # by the name given and resolved: a stage writes by either
             yield OwnedFolder(folder, root, writer, listed)
     except BaseException:
+        if marked:
+            _unmark_if_unused(root)
         _release(descriptor, lock)
-        _remove_empty(made)  # refused before it wrote anything: leave no trace of the claim
+        _remove_empty(made)
         raise
     _release(descriptor, lock)
+
+
+def _unmark_if_unused(root: Path) -> None:
+    """The marker a claim wrote, removed while the folder holds nothing else: the command failed
+    before it wrote anything, and the folder is left as it was before the claim."""
+    try:
+        if all(child.name in OWNERSHIP_FILES for child in root.iterdir()):
+            remove_inside(root, MARKER_FILE)
+    except (OSError, OutputFolderError):
+        pass  # the command's own failure is what its caller sees
 
 
 def _remove_empty(made: list[Path]) -> None:
@@ -276,6 +291,24 @@ def _write_marker(folder: Path, writer: str, listed: frozenset[str] | None) -> N
     files = None if listed is None else sorted(listed)
     content = json.dumps({"writer": writer, "files": files}, indent=2) + "\n"
     write_inside(folder, MARKER_FILE, content)
+
+
+def running_writer(folder: Path) -> str | None:
+    """The run that holds `folder`'s lock now (`PID 123 (python -m stages perf, since ...)`, or
+    "another run"), or None: no lock file, or one nobody holds. A probe for readers (`archive
+    push` of a folder a stage may still write); it never creates, changes or keeps the lock."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+    try:
+        descriptor = os.open(folder / LOCK_FILE, flags)
+    except OSError:
+        return None  # absent, or not a file of ours: no claim holds it
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return _owner(descriptor) or "another run"
+    finally:
+        os.close(descriptor)  # closing releases a lock the probe got
+    return None
 
 
 def _release(descriptor: int, lock: Path) -> None:

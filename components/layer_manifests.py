@@ -115,6 +115,10 @@ def model_cache_claim(args: ModelCacheArgs) -> Manifest:
     )
 
 
+RECIPE_SELECTION = {"NIM_MODEL_TYPE": "reasoner", "NIM_MODEL_SIZE": "nano", "NIM_PRECISION": "fp8"}
+"""The recipe's choice of the NIM's model profile (docs/configuration.md, open questions)."""
+
+
 def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
     """What the NIM reads to pick the model profile; shared by the download Job and the workers,
     so both resolve the same profile into the same cache."""
@@ -122,9 +126,7 @@ def nim_selection_env(worker: WorkerArgs, layer: SharedLayer) -> list[Manifest]:
         [{"name": "NIM_MODEL_PROFILE", "value": worker.nim_profile}] if worker.nim_profile else []
     )
     env: list[Manifest] = [
-        {"name": "NIM_MODEL_TYPE", "value": "reasoner"},
-        {"name": "NIM_MODEL_SIZE", "value": "nano"},
-        {"name": "NIM_PRECISION", "value": "fp8"},
+        *({"name": name, "value": value} for name, value in RECIPE_SELECTION.items()),
         *pinned,
         {"name": "NIM_CACHE_PATH", "value": names.CACHE_MOUNT_PATH},
     ]

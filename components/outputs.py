@@ -13,7 +13,7 @@ from typing import Any
 from components import names
 from components.contract import StackOutputs
 from components.k8s_values import is_system_namespace
-from components.layer_manifests import SharedLayer
+from components.layer_manifests import RECIPE_SELECTION, SharedLayer
 from components.settings import StackSettings, config_key
 
 
@@ -182,8 +182,15 @@ the NIM's environment): `workerExtraEnv` entries of these names change what a po
 
 
 def selection_overrides(extra: tuple[str, ...]) -> list[str]:
-    """The `workerExtraEnv` entries that change what the NIM selects (NAME=value), sorted."""
-    return sorted(item for item in extra if item.split("=", 1)[0] in NIM_SELECTION_NAMES)
+    """The `workerExtraEnv` entries that change what the NIM selects (NAME=value), sorted; one
+    that sets the recipe's own value changes nothing."""
+    recipe = RECIPE_SELECTION | {"NIM_CACHE_PATH": names.CACHE_MOUNT_PATH}
+    entries = (item.split("=", 1) for item in extra)
+    return sorted(
+        f"{name}={value}"
+        for name, value in entries
+        if name in NIM_SELECTION_NAMES and recipe.get(name) != value
+    )
 
 
 def selected_by(settings: StackSettings) -> dict[str, Any]:
@@ -217,16 +224,13 @@ def ordering_problems(outputs: Mapping[str, Any], settings: StackSettings, stack
     for key, mine in selected_by(settings).items():
         if outputs.get(key) is None or outputs[key] == mine:
             continue
-        setting = SELECTED_BY_SETTING.get(key, key)
-        mine_is = (
-            f"{config_key(key)} is {mine!r}"
-            if setting == key
-            else f"the NIM selection entries of {config_key(setting)} are {mine!r}"
-        )
+        setting = SELECTED_BY_SETTING.get(key)
+        what = f"NIM selection entries of {setting}" if setting else key
         problems.append(
-            f"{mine_is}, but {stack} downloaded the model with {outputs[key]!r}: set the same "
-            f"{setting} on both stacks (the NIM selects its model profile by it, and the cache "
-            "holds the one the download selected)."
+            f"{'the NIM selection entries of ' if setting else ''}{config_key(setting or key)} "
+            f"{'are' if setting else 'is'} {mine!r}, but {stack} downloaded the model with "
+            f"{outputs[key]!r}: set the same {what} on both stacks (the NIM selects its model "
+            "profile by it, and the cache holds the one the download selected)."
         )
     if not outputs.get(CREDENTIALS_DIGEST_KEY):
         problems.append(

@@ -473,7 +473,7 @@ def test_the_layer_exports_the_extra_env_its_download_selected_by(run_stack: Run
     run = run_stack("shared", {"workerExtraEnv": extra})
     download = run.one(JOB).inputs["spec"]["template"]["spec"]["containers"][0]
     assert _env(download)["NIM_PRECISION"] == "bf16"
-    assert run.exports["nimSelectionEnv"] == ["NIM_MODEL_SIZE=nano", "NIM_PRECISION=bf16"]
+    assert run.exports["nimSelectionEnv"] == ["NIM_PRECISION=bf16"]  # nano: the recipe's own
 
 
 def test_the_layer_reports_the_image_and_completion_of_its_download(run_stack: RunStack) -> None:

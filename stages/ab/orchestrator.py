@@ -32,6 +32,7 @@ from stages.ab.run_archive import (
     own_name,
     push,
     refuse_another_workload,
+    refuse_cleaned_stages,
 )
 from stages.ab.target import AbTarget, Say
 from stages.archive import Stage, download_record
@@ -79,6 +80,7 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     pending = []
     for profile in PROFILES:
         if not run.rehearse:
+            refuse_cleaned_stages(run, target, profile)
             finish_interrupted_pushes(run, target, profile, say)
         record = None if run.rehearse else archived(run, target, profile, Stage.PERF)
         if record:

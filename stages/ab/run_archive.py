@@ -18,6 +18,7 @@ from components.routing import RoutingProfile
 from stages.ab.plan import AbRun
 from stages.ab.target import AbTarget, Say
 from stages.archive import (
+    RunCleanedError,
     RunNotFoundError,
     RunPlace,
     RunRecord,
@@ -47,8 +48,17 @@ def archived(
     stack = own_name(target.stack(profile))
     try:
         return fetch_record(run.archive, stack, profile, run.run_id, stage)
+    except RunCleanedError as error:  # its push could never be stored: refused, not re-measured
+        raise UsageError(f"{error}: start a new run (another --run-id)") from None
     except RunNotFoundError:
         return None
+
+
+def refuse_cleaned_stages(run: AbRun, target: AbTarget, profile: RoutingProfile) -> None:
+    """A stage of this run that `archive clean` deleted keeps the run id taken: refused before
+    anything is deployed (`archived` raises), not after a sweep whose push would fail."""
+    for stage in (Stage.SMOKE, Stage.PERF):
+        archived(run, target, profile, stage)
 
 
 def finish_interrupted_pushes(

@@ -46,6 +46,7 @@ from stages.archive.records import ArchivedFile as ArchivedFile
 from stages.archive.records import ArchiveError as ArchiveError
 from stages.archive.records import ArchiveLocation as ArchiveLocation
 from stages.archive.records import CorruptManifestError as CorruptManifestError
+from stages.archive.records import RunCleanedError as RunCleanedError
 from stages.archive.records import RunNotFoundError as RunNotFoundError
 from stages.archive.records import RunPlace as RunPlace
 from stages.archive.records import RunRecord as RunRecord
@@ -66,6 +67,12 @@ INTERRUPTED_ADVICE = (
 CHANGED_ADVICE = (
     "Push with a new run id, or delete the incomplete run with `archive clean` and push again."
 )
+CLEANED = b'{"archive clean": "this run was deleted; its run id stays taken"}\n'
+"""What `archive clean` stores at an incomplete run's manifest key before it deletes the run's
+files, and leaves there: the store writes only new keys, so no push of the run, however late,
+can write its manifest over deleted files. A clean that stopped halfway is finished by the
+next one; a pipeline pushes again under a new run id."""
+COMPLETED_MEANWHILE = "A push completed the run while `archive clean` ran: nothing was deleted."
 
 CheckedFile = tuple[ArchivedFile, Path]
 Warn = Callable[[str], None]
@@ -181,7 +188,7 @@ def _push(
     manifest_key = place.manifest_key(location)
     if bucket.exists(manifest_key):
         if not resume:
-            raise bucket.conflict(manifest_key)
+            raise _cleaned_error(bucket, manifest_key) or bucket.conflict(manifest_key)
         complete = read_record(bucket, manifest_key)
         if complete.files != stored.files:
             advice = f"The run is complete, with other files than {directory}: use a new run id."
@@ -243,6 +250,8 @@ def list_runs(
             continue  # a stored file, not a manifest
         try:
             record = read_record(bucket, key)
+        except RunCleanedError:
+            continue  # no run: `archive clean` deleted it
         except (CorruptManifestError, RunNotFoundError) as error:
             warn(f"skipped {error}")
             continue
@@ -283,6 +292,8 @@ def fetch_record(
     key = RunPlace.checked(stack, str(profile), run_id, str(stage)).manifest_key(location)
     try:
         return read_record(bucket, key)
+    except RunCleanedError:
+        raise
     except RunNotFoundError:
         raise RunNotFoundError(
             f"no complete {stage} run {run_id!r} of {stack}/{profile} at {bucket.url(key)} "
@@ -302,6 +313,11 @@ def read_record(bucket: Store, key: str) -> RunRecord:
         raise corrupt(str(error)) from None
     if len(data) > MAX_MANIFEST_BYTES:
         raise corrupt(f"larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
+    if data == CLEANED:
+        raise RunCleanedError(
+            f"{bucket.url(key)} marks a run `archive clean` deleted: its run id stays taken, "
+            "push the results again with a new run id"
+        )
     try:
         record = RunRecord.model_validate_json(data)
     except ValidationError as error:
@@ -313,8 +329,9 @@ def read_record(bucket: Store, key: str) -> RunRecord:
 
 def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path) -> Path:
     """Download the files a record lists into `dest_dir` (new or empty), written only once every
-    file matches the record's size and sha256: a failed download leaves it as it was."""
-    if dest_dir.exists() and any(dest_dir.iterdir()):
+    file matches the record's size and sha256: a failed download leaves it as it was. A claim's
+    own files (`archive pull` claims its --dest) do not count."""
+    if dest_dir.exists() and any(p.name not in OWNERSHIP_FILES for p in dest_dir.iterdir()):
         raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
     # The record's files fit in one folder: no name twice, none both a file and a folder.
     names = Counter(entry.name for entry in record.files)
@@ -364,10 +381,11 @@ def list_incomplete_runs(
         place = RunPlace.of_key(location, stored.key)
         if place is not None:
             runs.setdefault(place, []).append(stored)
+    bucket = open_bucket(location)
     return [
         IncompleteRun(place, len(objects), sum(o.size for o in objects), _last_written(objects))
         for place, objects in runs.items()
-        if all(stored.key != place.manifest_key(location) for stored in objects)
+        if _incomplete(_manifest_state(bucket, place, objects), objects)
     ]
 
 
@@ -381,13 +399,14 @@ def clean_incomplete_run(
     min_age: timedelta = DEFAULT_MIN_AGE,
     dry_run: bool = False,
 ) -> list[str]:
-    """Delete the objects of one incomplete run (all of them, or none on a refusal); returns
-    their keys. With `dry_run`, deletes nothing."""
+    """Delete the files of one incomplete run (all of them, or none on a refusal), leaving
+    `CLEANED` at its manifest key; returns their keys. With `dry_run`, deletes nothing."""
     place = RunPlace.checked(stack, str(profile), run_id, str(stage))
     bucket = open_bucket(location)
     objects = list(bucket.objects(place.prefix(location)))
     manifest = place.manifest_key(location)
-    if any(stored.key == manifest for stored in objects):
+    state = _manifest_state(bucket, place, objects)
+    if state == "complete":
         raise ArchiveError(
             f"run {place.describe()} is complete ({bucket.url(manifest)} exists): `archive clean` "
             "deletes only incomplete runs, never an archived one"
@@ -397,18 +416,59 @@ def clean_incomplete_run(
             f"nothing is stored under {bucket.url(place.prefix(location))} at {bucket.endpoint}: "
             "`archive incomplete` lists the incomplete runs"
         )
-    # A push that is still running looks like an incomplete run: leave young runs alone.
+    files = [stored.key for stored in objects if stored.key != manifest]
+    if state == "cleaned" and not files:
+        raise RunNotFoundError(f"run {place.describe()} was deleted by `archive clean` already")
+    # A push that is still running looks like an incomplete run: leave young runs alone. A clean
+    # that stopped halfway is finished whatever its age.
     age = datetime.now(UTC) - _last_written(objects)
-    if min_age > timedelta(0) and age < min_age:  # 0: whatever the store's clock says
+    if state != "cleaned" and min_age > timedelta(0) and age < min_age:  # 0: any clock
         raise ArchiveError(
             f"run {place.describe()} was written to {age.total_seconds() / 60:.1f} minutes ago, "
             f"less than {min_age.total_seconds() / 60:g}: its push may still be running. Wait, "
             "or pass --older-than 0 if it is not"
         )
-    keys = [stored.key for stored in objects]
     if not dry_run:
-        bucket.delete(keys)
-    return keys
+        if state != "cleaned":  # a push that completes the run first makes this a conflict
+            bucket.put_new(manifest, CLEANED, COMPLETED_MEANWHILE)
+        bucket.delete(files)
+    return files
+
+
+def _manifest_state(bucket: Store, place: RunPlace, objects: list[StoredObject]) -> str:
+    """'complete' (an object at the run's manifest key), 'cleaned' (`CLEANED` there) or 'none'."""
+    manifest = place.manifest_key(bucket.location)
+    found = next((stored for stored in objects if stored.key == manifest), None)
+    if found is None:
+        return "none"
+    return "cleaned" if _is_mark(bucket, found) else "complete"
+
+
+def _incomplete(state: str, objects: list[StoredObject]) -> bool:
+    """No manifest, or a clean's mark beside files it has yet to delete."""
+    return state == "none" or (state == "cleaned" and len(objects) > 1)
+
+
+def _cleaned_error(bucket: Store, key: str) -> RunCleanedError | None:
+    """The refusal for a push to a run `archive clean` deleted, or None: not such a run."""
+    found = next((stored for stored in bucket.objects(key) if stored.key == key), None)
+    if found is None or not _is_mark(bucket, found):
+        return None
+    try:
+        read_record(bucket, key)
+    except RunCleanedError as error:
+        return error
+    return None
+
+
+def _is_mark(bucket: Store, stored: StoredObject) -> bool:
+    """Whether `stored` is `archive clean`'s mark; only an object of its size is read."""
+    if stored.size != len(CLEANED):
+        return False
+    try:
+        return bucket.read(stored.key, max_size=len(CLEANED)) == CLEANED
+    except ArchiveError:
+        return False  # gone or unusable: no mark of a clean
 
 
 def _last_written(objects: list[StoredObject]) -> datetime:

@@ -27,7 +27,12 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from common.credentials import credential_kind, masked_output
-from common.output_folders import OutputFolderError, os_error_reason
+from common.output_folders import (
+    OutputFolderError,
+    claimed_folder,
+    os_error_reason,
+    running_writer,
+)
 from common.parsers import CommandParser, add_subcommands
 from common.terminal import visible
 from components.contract import OutputsError, StackOutputs
@@ -295,6 +300,10 @@ def _push(args: argparse.Namespace) -> None:
     record = RunRecord.create(
         stack=args.stack, stage=args.stage, outputs=outputs, run_id=args.run_id, commit=args.commit
     )
+    if writer := running_writer(args.dir):
+        raise ArchiveError(
+            f"{args.dir} is still being written by {writer}: push it once that run ends"
+        )
     if args.dry_run:
         for key in archive_plan(args.dir, record, location):
             print(f"s3://{location.bucket}/{key}")
@@ -330,8 +339,10 @@ def _pull(args: argparse.Namespace) -> None:
         record = latest_run(location, args.stack, args.profile, args.stage)
     else:
         record = fetch_record(location, args.stack, args.profile, args.run_id, args.stage)
-    # Its own rule for --dest: a new or empty folder, written only once every file is verified.
-    directory = download_record(location, record, args.dest)
+    # --dest is claimed and locked for the whole pull (a second pull into it is refused), and is
+    # written only once every file is verified; it must be new or empty (download_record).
+    with claimed_folder(args.dest, "python -m stages archive pull", option="--dest"):
+        directory = download_record(location, record, args.dest)
     print(f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}")
 
 
@@ -358,7 +369,10 @@ def _clean(args: argparse.Namespace) -> None:
             print(f"s3://{location.bucket}/{key}")
         print(f"would delete {len(keys)} objects of the incomplete run {run}")
     else:
-        print(f"deleted {len(keys)} objects of the incomplete run {run}")
+        print(
+            f"deleted {len(keys)} objects of the incomplete run {run}; its run id stays taken "
+            "(a mark at its manifest key): push it again under a new run id"
+        )
 
 
 def _columns(when: datetime, place: RunPlace) -> list[str]:

@@ -57,6 +57,10 @@ class RunNotFoundError(ArchiveError):
     """No archived run matches the request."""
 
 
+class RunCleanedError(RunNotFoundError):
+    """The run was deleted by `archive clean`, whose mark keeps its run id taken."""
+
+
 class CorruptManifestError(ArchiveError):
     """An object at a manifest's key is not the manifest of the run its key names."""
 

@@ -205,6 +205,21 @@ def test_a_claim_refused_by_the_command_leaves_no_new_folder(tmp_path: Path) -> 
     assert not (tmp_path / "new").exists()
 
 
+def test_a_command_that_failed_before_writing_leaves_an_empty_folder_as_it_was(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "out"
+    folder.mkdir()
+    with pytest.raises(RuntimeError), claimed_folder(folder, WRITER):
+        raise RuntimeError("the command failed before writing")
+    record(FAMILY)
+    assert list(folder.iterdir()) == []
+    with pytest.raises(RuntimeError), claimed_folder(folder, WRITER) as owned:
+        owned.replace_files({"a.yaml": b"1"})
+        raise RuntimeError("the command failed after writing")
+    assert sorted(p.name for p in folder.iterdir()) == [MARKER_FILE, "a.yaml"]
+
+
 def test_a_listed_file_no_longer_written_is_removed_and_nothing_else(tmp_path: Path) -> None:
     folder = tmp_path / "out"
     with claimed_folder(folder, WRITER, tracks_files=True) as owned:

@@ -139,8 +139,10 @@ def test_only_the_extra_env_the_nim_selects_by_is_compared() -> None:
     pinned = parse("round-robin", secrets={}, workerExtraEnv=["NIM_PRECISION=bf16"])
     layer = outputs(nimSelectionEnv=["NIM_PRECISION=bf16"])
     assert shared_layer_from_outputs(layer, pinned, "org/p/shared")[1] == []
-    with pytest.raises(SharedLayerError, match="set the same workerExtraEnv on both stacks"):
+    with pytest.raises(SharedLayerError, match="NIM selection entries of workerExtraEnv on both"):
         shared_layer_from_outputs(outputs(), pinned, "org/p/shared", preview=False)
+    recipes = parse("round-robin", secrets={}, workerExtraEnv=["NIM_PRECISION=fp8"])
+    assert shared_layer_from_outputs(outputs(), recipes, "org/p/shared")[1] == []
 
 
 def test_a_layer_that_was_never_deployed_is_refused_even_in_preview() -> None:

@@ -19,8 +19,16 @@ from stages.ab import orchestrator
 from stages.ab.orchestrator import run_ab
 from stages.ab.plan import AbRun
 from stages.ab.target import Say
-from stages.archive import ArchiveError, ArchiveLocation, Stage, list_incomplete_runs, list_runs
-from stages.archive.stores import DirectoryBucket
+from stages.archive import (
+    CLEANED,
+    ArchiveError,
+    ArchiveLocation,
+    RunPlace,
+    Stage,
+    list_incomplete_runs,
+    list_runs,
+)
+from stages.archive.stores import DirectoryBucket, open_bucket
 from stages.core.results import ProfileResults
 from stages.core.routing_probe import RoutingProbe
 from stages.core.verdicts import SmokeResult
@@ -404,6 +412,19 @@ def test_a_resume_with_another_workload_is_refused_before_anything_is_deployed(
         run_ab(target, changed, lambda _: None)
     assert target.calls == []
     assert list_runs(changed.archive, stack="stack-session-affinity", stage=Stage.PERF) == []
+
+
+def test_a_stage_archive_clean_deleted_is_refused_before_anything_is_deployed(
+    tmp_path: Path,
+) -> None:
+    target = ScriptedTarget(gpus=8)
+    archive = an_ab_run(tmp_path).archive
+    mark = RunPlace("stack-session-affinity", "session-affinity", "run-1", "smoke")
+    open_bucket(archive).put_new(mark.manifest_key(archive), CLEANED)
+
+    with pytest.raises(UsageError, match=r"`archive clean` deleted.*another --run-id"):
+        run(tmp_path, target, Stages(target.calls))
+    assert target.calls == []
 
 
 def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(tmp_path: Path) -> None:

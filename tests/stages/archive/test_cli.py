@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from common import REPO_ROOT
+from common.output_folders import MARKER_FILE
 from components.routing import RoutingProfile
 from stages.archive import ArchiveLocation, archive_run
 from stages.archive.cli import main as archive_cli
@@ -51,7 +52,9 @@ def test_cli_push_list_pull(
     assert re.search(r"session-affinity\s+session-affinity\s+perf\s+cli-1", out)
     assert "downloaded run session-affinity/session-affinity/cli-1/perf" in out
     assert "already exists" in one_line_error(err, "push")
-    assert tree(tmp_path / "p") == tree(results)
+    pulled = tree(tmp_path / "p")
+    assert pulled.pop(MARKER_FILE)  # --dest is claimed, as every folder a command writes
+    assert pulled == tree(results)
 
 
 @pytest.mark.parametrize("command", COMMANDS)
@@ -136,7 +139,8 @@ def test_clean_through_python_m_stages(tmp_path: Path, location: ArchiveLocation
     assert (
         "deleted 2 objects of the incomplete run round-robin/round-robin/run-1/perf" in done.stdout
     )
-    assert bucket_keys(s3, location) == []
+    mark = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/manifest.json"
+    assert bucket_keys(s3, location) == [mark]  # `archive clean`'s: the run id stays taken
 
 
 def test_corrupt_manifests_are_warnings_for_list_and_pull_latest(

@@ -7,28 +7,42 @@ import json
 import os
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import astuple
 from datetime import timedelta
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
+from common.output_folders import OWNERSHIP_FILES, claimed_folder
 from components.routing import RoutingProfile
 from stages import archive
 from stages.archive import (
     ArchiveConflictError,
     ArchiveError,
     ArchiveLocation,
+    RunCleanedError,
     RunNotFoundError,
     RunPlace,
+    RunRecord,
     archive_run,
     clean_incomplete_run,
+    download_record,
     list_incomplete_runs,
     list_runs,
+    resume_run,
     warn_on_stderr,
 )
+from stages.archive.cli import main as archive_cli
 from stages.archive.stores import DirectoryBucket, open_bucket
-from tests.stages.archive.helpers import make_results, record_for
+from tests.stages.archive.helpers import (
+    make_results,
+    one_line_error,
+    outputs_for,
+    record_for,
+    store_args,
+)
 
 RR = RoutingProfile.ROUND_ROBIN
 
@@ -109,7 +123,8 @@ def test_clean_older_than_0_takes_a_run_the_stores_clock_dates_ahead(tmp_path: P
 
     deleted = clean_incomplete_run(location, *astuple(place), min_age=timedelta(0))
 
-    assert deleted == [key] and list(open_bucket(location).keys("")) == []
+    assert deleted == [key]
+    assert list(open_bucket(location).keys("")) == [place.manifest_key(location)]  # its mark
 
 
 def test_a_manifest_dated_out_of_range_is_skipped_never_hiding_the_good_runs(
@@ -189,3 +204,164 @@ def test_a_link_at_a_manifests_key_is_skipped_never_hiding_the_good_runs(
 
     assert [record.run_id for record in list_runs(location, stack="round-robin")] == ["good"]
     assert "skipped" in capsys.readouterr().err
+
+
+def test_a_pull_holds_its_dest_so_a_second_pull_there_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    archive_run(results, record_for(RR, "run-1"), location)
+    dest = tmp_path / "pulled"
+    pull = ["pull", "--stack", "round-robin", "--profile", "round-robin", "--latest"]
+    pull += ["--dest", str(dest), *store_args(location)]
+
+    with claimed_folder(dest, "python -m stages archive pull", option="--dest"):  # one running
+        assert archive_cli(pull) == 2
+        assert "--dest" in one_line_error(capsys.readouterr().err, "pull")
+        assert [path.name for path in dest.iterdir() if path.name not in OWNERSHIP_FILES] == []
+
+    assert archive_cli(pull) == 0
+    pulled = {path.name for path in dest.rglob("*") if path.is_file()} - OWNERSHIP_FILES
+    assert pulled == {path.name for path in results.rglob("*") if path.is_file()}
+    capsys.readouterr()
+    assert archive_cli(pull) == 1  # a run pulled there already: not empty
+    assert "not empty" in one_line_error(capsys.readouterr().err, "pull")
+
+
+def test_a_folder_a_stage_still_writes_is_not_pushed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    results = tmp_path / "results"
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(outputs_for(RR).to_json_dict()))
+    push = ["push", "--stack", "round-robin", "--outputs", str(outputs), "--stage", "perf"]
+    push += ["--dir", str(results), "--run-id", "run-1", *store_args(location)]
+
+    with claimed_folder(results, "python -m stages perf"):  # the stage runs
+        make_results(results)
+        assert archive_cli(push) == 1
+        error = one_line_error(capsys.readouterr().err, "push")
+        assert f"PID {os.getpid()} (python -m stages perf" in error
+        assert list(open_bucket(location).keys("")) == []
+
+    assert archive_cli(push) == 0  # it ended
+
+
+def stopped_before_its_manifest(
+    tmp_path: Path, location: ArchiveLocation
+) -> tuple[Path, RunRecord]:
+    """A push stopped just before its manifest, its files stored: what `clean` and `--resume`
+    both act on."""
+    results = make_results(tmp_path / "results")
+    record = record_for(RR, "run-1")
+    manifest = RunPlace.of(record).manifest_key(location)
+    put_new = DirectoryBucket.put_new
+
+    def dropped(self: DirectoryBucket, key: str, body: bytes, advice: str = "") -> None:
+        if key == manifest:
+            raise ArchiveError("simulated: the connection dropped")
+        put_new(self, key, body)
+
+    with mock.patch.object(DirectoryBucket, "put_new", dropped), pytest.raises(ArchiveError):
+        archive_run(results, record, location)
+    return results, record
+
+
+def test_a_resume_during_a_clean_is_refused_and_the_run_id_stays_taken(tmp_path: Path) -> None:
+    location = a_location(tmp_path)
+    results, record = stopped_before_its_manifest(tmp_path, location)
+    resumed: list[BaseException] = []
+    delete = DirectoryBucket.delete
+
+    def resume_first(self: DirectoryBucket, keys: Sequence[str]) -> None:
+        if not resumed:  # a second operator's resume, between clean's mark and its deletes
+            with pytest.raises(RunCleanedError, match="`archive clean` deleted") as error:
+                resume_run(results, record, location)
+            resumed.append(error.value)
+        delete(self, keys)
+
+    with mock.patch.object(DirectoryBucket, "delete", resume_first):
+        clean_incomplete_run(location, *astuple(RunPlace.of(record)), min_age=timedelta(0))
+
+    assert resumed and list_runs(location) == [] and list_incomplete_runs(location) == []
+    with pytest.raises(RunCleanedError, match="new run id"):
+        resume_run(results, record, location)
+    with pytest.raises(RunCleanedError, match="new run id"):
+        archive_run(results, record, location)
+    archive_run(results, record_for(RR, "run-2"), location)
+    assert [run.run_id for run in list_runs(location)] == ["run-2"]
+
+
+def test_a_resume_that_listed_before_the_clean_cannot_complete_the_run_after_it(
+    tmp_path: Path,
+) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    record = record_for(RR, "run-1")
+    manifest = RunPlace.of(record).manifest_key(location)
+    put_new = DirectoryBucket.put_new
+    stored: list[str] = []
+
+    def half(self: DirectoryBucket, key: str, body: bytes, advice: str = "") -> None:
+        if key == manifest or len(stored) == 3:
+            raise ArchiveError("simulated: the connection dropped")
+        stored.append(key)
+        put_new(self, key, body)
+
+    with mock.patch.object(DirectoryBucket, "put_new", half), pytest.raises(ArchiveError):
+        archive_run(results, record, location)  # 3 of 6 files stored
+
+    def clean_meanwhile(self: DirectoryBucket, key: str, body: bytes, advice: str = "") -> None:
+        if not stored[3:]:  # the resume's first upload: a clean runs to its end meanwhile
+            stored.append(key)
+            clean_incomplete_run(location, *astuple(RunPlace.of(record)), min_age=timedelta(0))
+        put_new(self, key, body, advice)
+
+    with (
+        mock.patch.object(DirectoryBucket, "put_new", clean_meanwhile),
+        pytest.raises(ArchiveConflictError, match="already exists"),
+    ):
+        resume_run(results, record, location)
+
+    assert list_runs(location) == []
+
+
+def test_a_run_a_resume_completed_before_clean_marked_it_is_kept_whole(tmp_path: Path) -> None:
+    location = a_location(tmp_path)
+    results, record = stopped_before_its_manifest(tmp_path, location)
+    put_new = DirectoryBucket.put_new
+
+    def resume_first(self: DirectoryBucket, key: str, body: bytes, advice: str = "") -> None:
+        if body == archive.CLEANED:  # the resume wins the race to the manifest's key
+            resume_run(results, record, location)
+        put_new(self, key, body, advice)
+
+    with (
+        mock.patch.object(DirectoryBucket, "put_new", resume_first),
+        pytest.raises(ArchiveConflictError, match="nothing was deleted"),
+    ):
+        clean_incomplete_run(location, *astuple(RunPlace.of(record)), min_age=timedelta(0))
+
+    [listed] = list_runs(location)
+    assert download_record(location, listed, tmp_path / "pulled").is_dir()
+
+
+def test_a_clean_that_stopped_halfway_is_listed_and_finished_by_the_next(tmp_path: Path) -> None:
+    location = a_location(tmp_path)
+    _, record = stopped_before_its_manifest(tmp_path, location)
+    place = RunPlace.of(record)
+    with (
+        mock.patch.object(DirectoryBucket, "delete", side_effect=ArchiveError("killed")),
+        pytest.raises(ArchiveError, match="killed"),
+    ):
+        clean_incomplete_run(location, *astuple(place), min_age=timedelta(0))
+
+    assert list_runs(location) == []
+    assert [run.place for run in list_incomplete_runs(location)] == [place]
+    assert len(clean_incomplete_run(location, *astuple(place))) == 6  # young, but a clean's
+    assert list(open_bucket(location).keys("")) == [place.manifest_key(location)]  # the mark
+    assert list_incomplete_runs(location) == []
+    with pytest.raises(RunNotFoundError, match="deleted by `archive clean` already"):
+        clean_incomplete_run(location, *astuple(place))

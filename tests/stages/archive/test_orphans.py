@@ -76,7 +76,8 @@ def test_clean_deletes_only_the_incomplete_run(
     )
 
     assert len(deleted) == 2 and all("/run-1/perf/files/" in key for key in deleted)
-    assert bucket_keys(s3, location) == complete
+    mark = "cosmos3-nano-reasoner/round-robin/round-robin/run-1/perf/manifest.json"
+    assert bucket_keys(s3, location) == sorted([*complete, mark])  # the run id stays taken
     assert list_incomplete_runs(location) == []
     assert [run.run_id for run in list_runs(location)] == ["run-10"]
     pulled = pull(location, "run-10", tmp_path / "p")
