@@ -155,30 +155,35 @@ def claimed_folder(
             else error
         )
         raise OutputFolderError(f"{option} {folder}: {why}") from None
-    marked = False
+    held_before: frozenset[str] | None = None  # what the folder held when this claim marked it
     try:
         if previous:
             taken = f"took over the lock of {previous}, which is gone"
             print(f"{option} {folder}: {taken}", file=sys.stderr)
         if _read_marker(root) is None:  # new, or holding only folders of the writer's
+            held_before = _held(root)
             _write_marker(root, writer, listed)
-            marked = True
         with holding(folder):  # by the name given and resolved: a stage writes by either
             yield OwnedFolder(folder, root, writer, listed)
     except BaseException:
-        if marked:
-            _unmark_if_unused(root)
+        if held_before is not None:
+            _unmark_if_unused(root, held_before)
         _release(descriptor, lock)
         _remove_empty(made)
         raise
     _release(descriptor, lock)
 
 
-def _unmark_if_unused(root: Path) -> None:
-    """The marker a claim wrote, removed while the folder holds nothing else: the command failed
-    before it wrote anything, and the folder is left as it was before the claim."""
+def _held(root: Path) -> frozenset[str]:
+    """The names the folder holds, but the claim's own files."""
+    return frozenset(child.name for child in root.iterdir()) - OWNERSHIP_FILES
+
+
+def _unmark_if_unused(root: Path, held_before: frozenset[str]) -> None:
+    """The marker a claim wrote, removed while the folder holds what it held before: the command
+    failed before it wrote anything there, and the folder is left as it was before the claim."""
     try:
-        if all(child.name in OWNERSHIP_FILES for child in root.iterdir()):
+        if _held(root) == held_before:
             remove_inside(root, MARKER_FILE)
     except (OSError, OutputFolderError):
         pass  # the command's own failure is what its caller sees

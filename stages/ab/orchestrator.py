@@ -78,9 +78,11 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
     budget = decide_budget(target.available_gpus(say), per_graph)
     say(f"run {run.run_id} on the {target.name}: {budget.reason}")
     pending = []
+    if not run.rehearse:  # every profile's, before the archive is written to
+        for profile in PROFILES:
+            refuse_cleaned_stages(run, target, profile)
     for profile in PROFILES:
         if not run.rehearse:
-            refuse_cleaned_stages(run, target, profile)
             finish_interrupted_pushes(run, target, profile, say)
         record = None if run.rehearse else archived(run, target, profile, Stage.PERF)
         if record:

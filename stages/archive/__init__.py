@@ -336,7 +336,13 @@ def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path
     # The record's files fit in one folder: no name twice, none both a file and a folder.
     names = Counter(entry.name for entry in record.files)
     folders = {str(parent) for name in names for parent in PurePosixPath(name).parents}
+    claims = {name for name in names if PurePosixPath(name).name in OWNERSHIP_FILES}
     clash = sorted({name for name, count in names.items() if count > 1} | (names.keys() & folders))
+    if claims:  # no push stores one: a hand-made manifest, which would take over the folder
+        raise CorruptManifestError(
+            f"the manifest of {record.describe()} lists {min(claims)!r}, an output "
+            "folder's own file: nothing was downloaded"
+        )
     if clash:
         raise CorruptManifestError(
             f"the manifest of {record.describe()} lists {clash[0]!r} twice, or as a file and a "

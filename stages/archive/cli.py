@@ -300,10 +300,12 @@ def _push(args: argparse.Namespace) -> None:
     record = RunRecord.create(
         stack=args.stack, stage=args.stage, outputs=outputs, run_id=args.run_id, commit=args.commit
     )
-    if writer := running_writer(args.dir):
-        raise ArchiveError(
-            f"{args.dir} is still being written by {writer}: push it once that run ends"
-        )
+    for folder in (args.dir, *args.dir.resolve().parents):  # the A/B locks its --out only
+        if writer := running_writer(folder):
+            raise ArchiveError(
+                f"{args.dir} is still being written by {writer} (it holds {folder}): push it "
+                "once that run ends"
+            )
     if args.dry_run:
         for key in archive_plan(args.dir, record, location):
             print(f"s3://{location.bucket}/{key}")

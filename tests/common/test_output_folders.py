@@ -218,6 +218,12 @@ def test_a_command_that_failed_before_writing_leaves_an_empty_folder_as_it_was(
         owned.replace_files({"a.yaml": b"1"})
         raise RuntimeError("the command failed after writing")
     assert sorted(p.name for p in folder.iterdir()) == [MARKER_FILE, "a.yaml"]
+    parent = tmp_path / "parent"
+    with claimed_folder(parent / "sub", WRITER) as owned:  # a folder of the writer's below
+        owned.replace_files({"b.yaml": b"2"})
+    with pytest.raises(RuntimeError), claimed_folder(parent, WRITER):
+        raise RuntimeError("the command failed before writing")
+    assert [p.name for p in parent.iterdir()] == ["sub"]
 
 
 def test_a_listed_file_no_longer_written_is_removed_and_nothing_else(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -422,9 +423,15 @@ def test_a_stage_archive_clean_deleted_is_refused_before_anything_is_deployed(
     mark = RunPlace("stack-session-affinity", "session-affinity", "run-1", "smoke")
     open_bucket(archive).put_new(mark.manifest_key(archive), CLEANED)
 
-    with pytest.raises(UsageError, match=r"`archive clean` deleted.*another --run-id"):
+    finished: list[RoutingProfile] = []
+    with (
+        mock.patch.object(
+            orchestrator, "finish_interrupted_pushes", lambda _r, _t, p, _s: finished.append(p)
+        ),
+        pytest.raises(UsageError, match=r"`archive clean` deleted.*another --run-id"),
+    ):
         run(tmp_path, target, Stages(target.calls))
-    assert target.calls == []
+    assert target.calls == [] and finished == []  # no profile's push was finished either
 
 
 def test_a_rehearsal_deploys_and_tears_down_but_runs_and_archives_nothing(tmp_path: Path) -> None:

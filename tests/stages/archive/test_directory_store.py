@@ -22,6 +22,7 @@ from stages.archive import (
     ArchiveConflictError,
     ArchiveError,
     ArchiveLocation,
+    CorruptManifestError,
     RunCleanedError,
     RunNotFoundError,
     RunPlace,
@@ -365,3 +366,38 @@ def test_a_clean_that_stopped_halfway_is_listed_and_finished_by_the_next(tmp_pat
     assert list_incomplete_runs(location) == []
     with pytest.raises(RunNotFoundError, match="deleted by `archive clean` already"):
         clean_incomplete_run(location, *astuple(place))
+
+
+def test_a_manifest_naming_a_folders_own_file_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    location = a_location(tmp_path)
+    results = make_results(tmp_path / "results")
+    (results / "x").mkdir()
+    (results / "x" / "lock").write_text("planted")
+    record = archive_run(results, record_for(RR, "run-1"), location)
+    renamed = [
+        entry.model_copy(update={"name": ".run.lock"}) if entry.name == "x/lock" else entry
+        for entry in record.files
+    ]
+    hand_made = record.model_copy(update={"files": tuple(renamed)})
+
+    with pytest.raises(CorruptManifestError, match="'.run.lock', an output folder's own file"):
+        download_record(location, hand_made, tmp_path / "pulled")
+    assert not (tmp_path / "pulled").exists()
+
+
+def test_a_folder_below_one_a_run_still_writes_is_not_pushed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    location = a_location(tmp_path)
+    outputs = tmp_path / "outputs.json"
+    outputs.write_text(json.dumps(outputs_for(RR).to_json_dict()))
+    with claimed_folder(tmp_path / "ab", "python -m stages ab"):  # the A/B locks its --out only
+        results = make_results(tmp_path / "ab" / "run-1" / "round-robin" / "perf")
+        push = ["push", "--stack", "round-robin", "--outputs", str(outputs), "--stage", "perf"]
+        push += ["--dir", str(results), "--run-id", "run-1", *store_args(location)]
+        assert archive_cli(push) == 1
+        error = one_line_error(capsys.readouterr().err, "push")
+        assert "python -m stages ab" in error and f"holds {(tmp_path / 'ab').resolve()}" in error
+    assert list(open_bucket(location).keys("")) == []
