@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -74,6 +75,8 @@ can write its manifest over deleted files. A clean that stopped halfway is finis
 next one; a pipeline pushes again under a new run id."""
 COMPLETED_MEANWHILE = "A push completed the run while `archive clean` ran: nothing was deleted."
 
+ManifestState = Literal["complete", "cleaned", "none"]
+"""What a run's manifest key holds: its manifest (or anything else), `CLEANED`, or nothing."""
 CheckedFile = tuple[ArchivedFile, Path]
 Warn = Callable[[str], None]
 
@@ -314,10 +317,7 @@ def read_record(bucket: Store, key: str) -> RunRecord:
     if len(data) > MAX_MANIFEST_BYTES:
         raise corrupt(f"larger than {MAX_MANIFEST_BYTES // 2**20} MiB")
     if data == CLEANED:
-        raise RunCleanedError(
-            f"{bucket.url(key)} marks a run `archive clean` deleted: its run id stays taken, "
-            "push the results again with a new run id"
-        )
+        raise _cleaned(bucket, key)
     try:
         record = RunRecord.model_validate_json(data)
     except ValidationError as error:
@@ -441,7 +441,7 @@ def clean_incomplete_run(
     return files
 
 
-def _manifest_state(bucket: Store, place: RunPlace, objects: list[StoredObject]) -> str:
+def _manifest_state(bucket: Store, place: RunPlace, objects: list[StoredObject]) -> ManifestState:
     """'complete' (an object at the run's manifest key), 'cleaned' (`CLEANED` there) or 'none'."""
     manifest = place.manifest_key(bucket.location)
     found = next((stored for stored in objects if stored.key == manifest), None)
@@ -450,7 +450,7 @@ def _manifest_state(bucket: Store, place: RunPlace, objects: list[StoredObject])
     return "cleaned" if _is_mark(bucket, found) else "complete"
 
 
-def _incomplete(state: str, objects: list[StoredObject]) -> bool:
+def _incomplete(state: ManifestState, objects: list[StoredObject]) -> bool:
     """No manifest, or a clean's mark beside files it has yet to delete."""
     return state == "none" or (state == "cleaned" and len(objects) > 1)
 
@@ -458,13 +458,14 @@ def _incomplete(state: str, objects: list[StoredObject]) -> bool:
 def _cleaned_error(bucket: Store, key: str) -> RunCleanedError | None:
     """The refusal for a push to a run `archive clean` deleted, or None: not such a run."""
     found = next((stored for stored in bucket.objects(key) if stored.key == key), None)
-    if found is None or not _is_mark(bucket, found):
-        return None
-    try:
-        read_record(bucket, key)
-    except RunCleanedError as error:
-        return error
-    return None
+    return _cleaned(bucket, key) if found is not None and _is_mark(bucket, found) else None
+
+
+def _cleaned(bucket: Store, key: str) -> RunCleanedError:
+    return RunCleanedError(
+        f"{bucket.url(key)} marks a run `archive clean` deleted: its run id stays taken, push "
+        "the results again with a new run id"
+    )
 
 
 def _is_mark(bucket: Store, stored: StoredObject) -> bool:
