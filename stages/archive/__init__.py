@@ -47,6 +47,7 @@ from stages.archive.records import ArchivedFile as ArchivedFile
 from stages.archive.records import ArchiveError as ArchiveError
 from stages.archive.records import ArchiveLocation as ArchiveLocation
 from stages.archive.records import CorruptManifestError as CorruptManifestError
+from stages.archive.records import DestinationNotEmptyError as DestinationNotEmptyError
 from stages.archive.records import RunCleanedError as RunCleanedError
 from stages.archive.records import RunNotFoundError as RunNotFoundError
 from stages.archive.records import RunPlace as RunPlace
@@ -332,7 +333,9 @@ def download_record(location: ArchiveLocation, record: RunRecord, dest_dir: Path
     file matches the record's size and sha256: a failed download leaves it as it was. A claim's
     own files (`archive pull` claims its --dest) do not count."""
     if dest_dir.exists() and any(p.name not in OWNERSHIP_FILES for p in dest_dir.iterdir()):
-        raise ArchiveError(f"{dest_dir} is not empty: download a run into a new or empty directory")
+        raise DestinationNotEmptyError(
+            f"{dest_dir} is not empty: download a run into a new or empty directory"
+        )
     # The record's files fit in one folder: no name twice, none both a file and a folder.
     names = Counter(entry.name for entry in record.files)
     folders = {str(parent) for name in names for parent in PurePosixPath(name).parents}

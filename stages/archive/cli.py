@@ -41,6 +41,7 @@ from stages.archive import (
     DEFAULT_MIN_AGE,
     ArchiveError,
     ArchiveLocation,
+    DestinationNotEmptyError,
     RunPlace,
     RunRecord,
     Stage,
@@ -344,7 +345,10 @@ def _pull(args: argparse.Namespace) -> None:
     # --dest is claimed and locked for the whole pull (a second pull into it is refused), and is
     # written only once every file is verified; it must be new or empty (download_record).
     with claimed_folder(args.dest, "python -m stages archive pull", option="--dest"):
-        directory = download_record(location, record, args.dest)
+        try:
+            directory = download_record(location, record, args.dest)
+        except DestinationNotEmptyError as error:  # as the claim refuses a folder of the user's
+            raise ArchiveUsageError(f"--dest {error}") from None
     print(f"downloaded run {record.describe()} ({len(record.files)} files) to {directory}")
 
 

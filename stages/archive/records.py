@@ -65,6 +65,10 @@ class CorruptManifestError(ArchiveError):
     """An object at a manifest's key is not the manifest of the run its key names."""
 
 
+class DestinationNotEmptyError(ArchiveError):
+    """A download's folder holds files already: nothing was downloaded."""
+
+
 class UnusableStoredFile(ArchiveError):
     """A directory store's file that is no regular file within its limit (a FIFO, a device, a
     file grown past what a push stores): refused, never read."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -307,6 +308,11 @@ class DirectoryBucket(Store):
         try:
             os.link(tmp.name, path)  # fails if the name exists: never an overwrite
         except FileExistsError:
+            if not stat.S_ISREG(path.lstat().st_mode):  # no key lists it: never another writer's
+                raise UnusableStoredFile(
+                    f"{self.url(key)} is not a regular file (a folder, a FIFO or a device someone "
+                    "left in the archive directory): move it away, then try again"
+                ) from None
             raise self.conflict(key, advice) from None
         finally:
             os.unlink(tmp.name)

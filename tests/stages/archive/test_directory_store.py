@@ -226,8 +226,8 @@ def test_a_pull_holds_its_dest_so_a_second_pull_there_is_refused(
     pulled = {path.name for path in dest.rglob("*") if path.is_file()} - OWNERSHIP_FILES
     assert pulled == {path.name for path in results.rglob("*") if path.is_file()}
     capsys.readouterr()
-    assert archive_cli(pull) == 1  # a run pulled there already: not empty
-    assert "not empty" in one_line_error(capsys.readouterr().err, "pull")
+    assert archive_cli(pull) == 2  # a run pulled there already: not empty, as a user's folder
+    assert "--dest" in one_line_error(capsys.readouterr().err, "pull")
 
 
 def test_a_folder_a_stage_still_writes_is_not_pushed(
@@ -401,3 +401,24 @@ def test_a_folder_below_one_a_run_still_writes_is_not_pushed(
         error = one_line_error(capsys.readouterr().err, "push")
         assert "python -m stages ab" in error and f"holds {(tmp_path / 'ab').resolve()}" in error
     assert list(open_bucket(location).keys("")) == []
+
+
+@pytest.mark.parametrize("planted", ["folder", "fifo"])
+def test_something_not_a_file_at_a_manifests_key_is_named_and_nothing_is_deleted(
+    tmp_path: Path, planted: str
+) -> None:
+    location = a_location(tmp_path)
+    _, record = stopped_before_its_manifest(tmp_path, location)
+    place = RunPlace.of(record)
+    manifest = a_bucket(tmp_path).root / place.manifest_key(location)
+    if planted == "folder":
+        manifest.mkdir()
+    else:
+        os.mkfifo(manifest)
+    stored = sorted(path for path in manifest.parent.rglob("*") if path.is_file())
+
+    with pytest.raises(ArchiveError, match="not a regular file") as refused:
+        clean_incomplete_run(location, *astuple(place), min_age=timedelta(0))
+
+    assert "completed the run" not in str(refused.value)
+    assert sorted(path for path in manifest.parent.rglob("*") if path.is_file()) == stored
