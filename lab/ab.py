@@ -32,7 +32,7 @@ from stages.ab.orchestrator import AbResult
 from stages.ab.plan import AbRun
 from stages.ab.target import Say
 from stages.archive import ArchiveLocation
-from stages.core.results import RunConditions
+from stages.core.results import ProfileResults, RunConditions
 from stages.targets import LocalTarget, StageTarget
 
 DEFAULT_OUT = Path("build/lab")
@@ -144,6 +144,8 @@ class LabAbTarget:
     time_scale: float | None = None
     """How much slower than real time both graphs run; None: chosen by the host probe when the
     run starts (`lab.time_scale`)."""
+    time_scale_by: str = "--time-scale"
+    """Where a given `time_scale` came from, for `results.json`'s `conditions.chosen_by`."""
     mocker_args: dict[RoutingProfile, tuple[str, ...]] = field(default_factory=dict)
     """Extra `dynamo.mocker` arguments per profile, direct graphs only (tests break one graph)."""
     source: GraphSource = field(default_factory=DirectGraphs)
@@ -199,8 +201,22 @@ class LabAbTarget:
         self.install.require()
         self.source.prepare(self, say)
 
+    def continue_from(self, archived: ProfileResults, say: Say) -> None:
+        """The archived profile's time scale, unless --time-scale gives one: the two profiles'
+        graphs ran at the same pace, or the verdict is inconclusive."""
+        then = archived.conditions.time_scale if archived.conditions else REAL_TIME.time_scale
+        if self.time_scale is None:
+            self.time_scale = then
+            self.time_scale_by = f"the time scale {archived.profile.value} ran at in this run"
+            say(f"{archived.profile.value} ran at time scale {then:g}: the graphs run at it again")
+        elif self.time_scale != then:
+            say(
+                f"warning: {archived.profile.value} ran at time scale {then:g} and --time-scale "
+                f"is {self.time_scale:g}: the verdict will be inconclusive"
+            )
+
     def choose_conditions(self, say: Say) -> None:
-        self.conditions = chosen_conditions(self.time_scale, say)
+        self.conditions = chosen_conditions(self.time_scale, say, self.time_scale_by)
 
     def deploy(self, profile: RoutingProfile, say: Say) -> StackOutputs:
         started = time.monotonic()

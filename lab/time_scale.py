@@ -56,15 +56,17 @@ def probed_conditions(load: HostLoad) -> RunConditions:
     )
 
 
-def chosen_conditions(time_scale: float | None, say: Callable[[str], None]) -> RunConditions:
+def chosen_conditions(
+    time_scale: float | None, say: Callable[[str], None], chosen_by: str = "--time-scale"
+) -> RunConditions:
     """The one time scale both graphs of a `lab ab` run at (so both pay the same overheads):
-    `time_scale` (`--time-scale`), or the host probe's when None; said either way."""
+    `time_scale` (given by `chosen_by`), or the host probe's when None; said either way."""
     if time_scale is None:
         say(f"probing the host for {PROBE_SECONDS:g} s to choose the graphs' time scale")
         conditions = probed_conditions(probe_host())
     else:
         conditions = RunConditions(
-            time_scale=time_scale, chosen_by="--time-scale", reference_cores=LAB_REFERENCE_CORES
+            time_scale=time_scale, chosen_by=chosen_by, reference_cores=LAB_REFERENCE_CORES
         )
     scale, chosen_by = conditions.time_scale, conditions.chosen_by
     pace = "real time" if scale == 1 else f"{scale:g}x slower than real time"

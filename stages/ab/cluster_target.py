@@ -19,6 +19,7 @@ from stages.ab.pulumi_stacks import DeployError, PulumiStacks
 from stages.ab.target import Say
 from stages.cluster.kubernetes_api import KubernetesApi
 from stages.cluster.run import ClusterOptions
+from stages.core.results import ProfileResults
 from stages.errors import UsageError
 from stages.targets import StageTarget, stage_target
 
@@ -93,6 +94,9 @@ class ClusterAbTarget:
         if outputs.autoscaled:
             raise UsageError(autoscaled_refusal(stack))
         return outputs.graph_gpus
+
+    def continue_from(self, archived: ProfileResults, say: Say) -> None:
+        pass  # a cluster's graphs run in real time: nothing of a run's to carry over
 
     def refuse_unmeasurable(self, profile: RoutingProfile, stack: str) -> None:
         """A UsageError, before anything is deployed, when the stack's config hands its workers

@@ -31,8 +31,8 @@ from stages.ab.run_archive import (
     finish_interrupted_pushes,
     own_name,
     push,
-    refuse_another_workload,
     refuse_cleaned_stages,
+    resumed_results,
 )
 from stages.ab.target import AbTarget, Say
 from stages.archive import Stage, download_record
@@ -86,7 +86,9 @@ def run_ab(target: AbTarget, run: AbRun, say: Say) -> AbResult:
             finish_interrupted_pushes(run, target, profile, say)
         record = None if run.rehearse else archived(run, target, profile, Stage.PERF)
         if record:
-            refuse_another_workload(run, record)  # before anything is deployed
+            results = resumed_results(run, record)  # before anything is deployed
+            if results is not None:
+                target.continue_from(results, say)
             detail = f"perf results of run {run.run_id} already archived"
             result.outcomes[profile] = ProfileOutcome(profile, Outcome.SKIPPED, detail)
         else:
@@ -212,7 +214,8 @@ def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: 
     is noted, and the take-down is run again in case it had not started), a second one abandons
     the run. A failed take-down fails the profile, after the reason it had already failed."""
     say(f"{profile.value}: taking its graph down")
-    for attempt in (1, 2):
+    interrupted_before = False
+    while True:
         try:
             target.teardown(profile, say)
             return True
@@ -226,15 +229,15 @@ def _teardown(target: AbTarget, profile: RoutingProfile, result: AbResult, say: 
             return False
         except KeyboardInterrupt:
             result.interrupted = True
-            if attempt == 2:
+            if interrupted_before:
                 raise AbandonRun(
                     f"`pulumi destroy --yes --stack {target.stack(profile)}` takes its graph down"
                 ) from None
+            interrupted_before = True
             say(
                 f"{profile.value}: interrupted; taking its graph down all the same "
                 "(Ctrl-C again exits at once)"
             )
-    return False  # not reached: the second attempt returns or raises
 
 
 def _report(target: AbTarget, run: AbRun, say: Say) -> Path:

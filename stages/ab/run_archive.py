@@ -82,16 +82,17 @@ def finish_interrupted_pushes(
             push(run, stack, stage, outputs, directory / stage.value, say)
 
 
-def refuse_another_workload(run: AbRun, archived: RunRecord) -> None:
-    """A resumed run measures what it started measuring: the archived profile's workload is the
-    run's, or nothing is deployed (the report could never compare the two)."""
+def resumed_results(run: AbRun, archived: RunRecord) -> ProfileResults | None:
+    """The archived profile's results, or None when unusable (the report says so, naming the
+    file). A resumed run measures what it started measuring: their workload is the run's, or
+    nothing is deployed (the report could never compare the two)."""
     with tempfile.TemporaryDirectory(prefix="ab-resume-") as work_dir:
         directory = download_record(run.archive, archived, Path(work_dir))
         try:
-            then = ProfileResults.load(directory / RESULTS_FILE).workload
+            results = ProfileResults.load(directory / RESULTS_FILE)
         except ResultsError:
-            return  # unusable results: the report says so, naming the file
-    now = run.workload
+            return None
+    then, now = results.workload, run.workload
     changed = [
         f"{name} {getattr(then, name)} then, {getattr(now, name)} now"
         for name in type(now).model_fields
@@ -103,6 +104,7 @@ def refuse_another_workload(run: AbRun, archived: RunRecord) -> None:
             f"({'; '.join(changed)}): resume it with the workload options it started with, or "
             "start a new run (another --run-id)"
         )
+    return results
 
 
 def push(

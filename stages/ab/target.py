@@ -13,6 +13,7 @@ from typing import Protocol
 
 from components.contract import StackOutputs
 from components.routing import RoutingProfile
+from stages.core.results import ProfileResults
 from stages.targets import StageTarget
 
 Say = Callable[[str], None]
@@ -39,6 +40,11 @@ class AbTarget(Protocol):
 
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
         """GPUs a profile's graph takes, known before it is deployed."""
+        ...
+
+    def continue_from(self, archived: ProfileResults, say: Say) -> None:
+        """A resumed run: what the profiles run now keep of one already archived, before
+        `prepare` (the lab: its time scale, so that the two profiles stay comparable)."""
         ...
 
     def prepare(self, say: Say) -> None:

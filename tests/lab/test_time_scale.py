@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from lab.__main__ import main as lab_main
+from lab.ab import LabAbTarget
 from lab.time_scale import MAX_TIME_SCALE, probe_host, probed_conditions, time_scale_for
-from stages.core.results import HostLoad
+from stages.core.results import HostLoad, ProfileResults, RunConditions
+from tests.stages.core.support import ROUND_ROBIN
 
 
 def load(others: float, cores: int = 2) -> HostLoad:
@@ -49,3 +53,29 @@ def test_a_bad_time_scale_names_the_option(value: str, capsys: pytest.CaptureFix
         f"--time-scale must be auto or a number from 1 to {MAX_TIME_SCALE:g}, got '{value}'"
         in capsys.readouterr().err
     )
+
+
+def archived_at(scale: float) -> ProfileResults:
+    conditions = RunConditions(time_scale=scale, chosen_by="the host probe", reference_cores=2.0)
+    return ROUND_ROBIN.model_copy(update={"conditions": conditions})
+
+
+def test_a_resumed_lab_ab_runs_at_the_time_scale_of_its_archived_profile(tmp_path: Path) -> None:
+    target, said = LabAbTarget(tmp_path, workers=2), list[str]()
+
+    target.continue_from(archived_at(2.5), said.append)
+    target.choose_conditions(said.append)  # no probe: the archived profile's scale is given
+
+    assert target.conditions.time_scale == 2.5
+    assert "round-robin" in target.conditions.chosen_by
+    assert not any("probing" in line for line in said)
+
+
+def test_a_resume_given_another_time_scale_keeps_it_and_warns(tmp_path: Path) -> None:
+    target, said = LabAbTarget(tmp_path, workers=2, time_scale=1.0), list[str]()
+
+    target.continue_from(archived_at(2.5), said.append)
+    target.choose_conditions(said.append)
+
+    assert target.conditions.time_scale == 1.0 and target.conditions.chosen_by == "--time-scale"
+    assert "inconclusive" in said[0]

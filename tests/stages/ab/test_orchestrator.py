@@ -73,6 +73,9 @@ class ScriptedTarget:
     def graph_gpus(self, profile: RoutingProfile, say: Say) -> int:
         return self.graph
 
+    def continue_from(self, archived: ProfileResults, say: Say) -> None:
+        self.calls.append(f"continue from {archived.profile.value}")
+
     def prepare(self, say: Say) -> None:
         self.calls.append("prepare")
         if self.fail_prepare:
@@ -278,6 +281,7 @@ def test_a_failure_in_the_second_profile_and_a_resume(tmp_path: Path) -> None:
     second, _ = run(tmp_path, target, Stages(target.calls))
 
     assert target.calls == [
+        "continue from round-robin",  # its archived results, before the layer is prepared
         "prepare",
         "deploy session-affinity",
         "smoke session-affinity",
@@ -387,7 +391,7 @@ def test_a_finished_run_does_nothing_but_find_its_report(tmp_path: Path) -> None
 
     again, said = run(tmp_path, target, Stages(target.calls))
 
-    assert target.calls == [] and again.passed
+    assert target.calls == [f"continue from {p.value}" for p in RoutingProfile] and again.passed
     assert any("already archived" in line for line in said)
 
 
