@@ -14,9 +14,12 @@ injectable (`Timer`), so the whole lifecycle is tested against a fake API withou
   while nothing does; print the pod's new log lines as they appear (exports hidden).
   Polling whole logs instead of a follow stream: the logs are small, and a poll survives the API
   server closing long-lived connections during an hour-long sweep.
+  A poll the API server does not answer (a restart, a dropped connection) is tried again until
+  it has not answered for `unanswered_seconds`.
 - Give up: a pod that has not started within the start timeout (or has a reason that never
-  resolves, like InvalidImageName), or a Job still running at the timeout, is deleted so nothing
-  keeps loading the cluster unobserved, and the stage fails with its own exit code.
+  resolves, like InvalidImageName), a Job still running at the timeout, or an API server that
+  stopped answering, is deleted so nothing keeps loading the cluster unobserved, and the stage
+  fails with its own exit code. So is the Job of a run interrupted once it began creating it.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from dataclasses import dataclass
 from stages.cluster.api import ClusterApi, JobState, Manifest, PodState
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.core.verdicts import LogEcho, PodRun
-from stages.errors import PodNotStarted, StageError, StageFailed, TimedOut
+from stages.errors import ClusterUnreachable, PodNotStarted, StageError, StageFailed, TimedOut
 
 PERMANENT_START_FAILURES = frozenset(
     {"InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError"}
@@ -45,6 +48,18 @@ class WaitLimits:
     start_timeout_seconds: float = 600.0
     poll_seconds: float = 5.0
     delete_timeout_seconds: float = 180.0
+    unanswered_seconds: float = 180.0
+    """How long the API server may not answer the polls (a control plane's restart) before the
+    stage gives up on the Job."""
+
+
+class JobTimedOut(TimedOut):
+    """The Job did not finish in time; `log` is its pod's log as far as it was read (a sweep keeps
+    the levels it finished)."""
+
+    def __init__(self, message: str, log: str) -> None:
+        super().__init__(message)
+        self.log = log
 
 
 @dataclass(frozen=True)
@@ -70,8 +85,8 @@ class JobRunner:
         manifest = next(m for m in manifests if m["kind"] == "Job")
         job = manifest["metadata"]["name"]
         run_id = manifest["spec"]["template"]["metadata"]["labels"][RUN_ID_LABEL]
-        self.replace(manifests)
-        try:
+        try:  # an interrupt while the Job is created may come after the API server made it
+            self.replace(manifests)
             return self.wait(job, f"{RUN_ID_LABEL}={run_id}")
         except KeyboardInterrupt:
             self.say(f"interrupted: deleting Job {job}")
@@ -112,24 +127,45 @@ class JobRunner:
     def wait(self, job: str, pod_selector: str) -> PodRun:
         """Follow the Job until it completes or fails; the pod's log is echoed as it grows, and
         what the pod is doing is said when that changes, and every minute while nothing does."""
-        started = self.timer.clock()
+        started = answered = self.timer.clock()
         echo = LogEcho(self.say)
-        last, next_beat = "", started + HEARTBEAT_SECONDS
+        last, next_beat, log = "", started + HEARTBEAT_SECONDS, ""
         while True:
-            state = self._job_state(job)
-            pod = self._newest_pod(pod_selector)
-            now = self.timer.clock()
+            try:
+                state = self._job_state(job)
+                pod = self._newest_pod(pod_selector)
+                log = self.api.pod_log(pod.name) if pod is not None and pod.started else log
+            except ClusterUnreachable as error:
+                self._unanswered(job, error, self.timer.clock() - answered)
+                self.timer.sleep(self.limits.poll_seconds)
+                continue
+            now = answered = self.timer.clock()
             current = f"pod {pod.name}: {pod.describe()}" if pod else "waiting for the Job's pod"
             if current != last or now >= next_beat:
                 still = "still " if current == last else ""
                 self.say(f"{still}{current} (after {now - started:.0f} s)")
                 last, next_beat = current, now + HEARTBEAT_SECONDS
-            if pod is not None and pod.started:
-                echo.update(self.api.pod_log(pod.name))
+            echo.update(log)
             if state.complete or state.failure:
                 return self._outcome(job, state, pod_selector, echo)
-            self._check_limits(job, pod, started)
+            self._check_limits(job, pod, started, log)
             self.timer.sleep(self.limits.poll_seconds)
+
+    def _unanswered(self, job: str, error: ClusterUnreachable, for_seconds: float) -> None:
+        """A poll the API server did not answer: said, and tried again until it has not answered
+        for `unanswered_seconds`; then the Job is deleted if it still can be, and `error` raised."""
+        if for_seconds < self.limits.unanswered_seconds:
+            self.say(f"the API server did not answer ({error}); asking again")
+            return
+        self.say(f"deleting Job {job} so that nothing keeps running unobserved")
+        try:
+            self.api.delete("Job", job)
+        except ClusterUnreachable:
+            self.say(
+                f"Job {job} could not be deleted: `kubectl -n {self.api.namespace} delete job "
+                f"{job}` does it once the cluster answers"
+            )
+        raise error
 
     def _job_state(self, job: str) -> JobState:
         state = self.api.read_job(job)
@@ -141,7 +177,7 @@ class JobRunner:
         pods = self.api.pods(selector)
         return max(pods, key=lambda pod: pod.created) if pods else None
 
-    def _check_limits(self, job: str, pod: PodState | None, started: float) -> None:
+    def _check_limits(self, job: str, pod: PodState | None, started: float, log: str) -> None:
         """Give up (see the module docstring): delete the Job and raise why."""
         waited = self.timer.clock() - started
         permanent = pod is not None and pod.waiting_reason in PERMANENT_START_FAILURES
@@ -155,9 +191,10 @@ class JobRunner:
             )
         elif waited >= self.limits.timeout_seconds:
             where = f" (pod {pod.describe()})" if pod else ""
-            error = TimedOut(
+            error = JobTimedOut(
                 f"Job {job} did not finish within {self.limits.timeout_seconds:.0f} s{where}; "
-                "its log so far is above; raise --timeout for a longer run"
+                "its log so far is above; raise --timeout for a longer run",
+                log,
             )
         if error is not None:
             self.say(f"deleting Job {job} so that nothing keeps running unobserved")
@@ -170,7 +207,9 @@ class JobRunner:
         echo.update(log, final=True)
         failure = state.failure
         if failure is not None and failure.reason == "DeadlineExceeded":
-            raise TimedOut(f"Job {job} ran into its activeDeadlineSeconds: {failure.message}")
+            raise JobTimedOut(
+                f"Job {job} ran into its activeDeadlineSeconds: {failure.message}", log
+            )
         reason = None
         if failure is not None:
             exit_code = f", container exit code {pod.exit_code}" if pod and pod.exit_code else ""

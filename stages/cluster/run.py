@@ -11,6 +11,7 @@ from __future__ import annotations
 import ipaddress
 import uuid
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,12 +25,12 @@ from components import names
 from components.contract import StackOutputs
 from stages.cluster import manifests
 from stages.cluster.api import ClusterApi, Manifest
-from stages.cluster.job_runner import JobRunner, Timer, WaitLimits
+from stages.cluster.job_runner import JobRunner, JobTimedOut, Timer, WaitLimits
 from stages.cluster.kubernetes_api import KubernetesApi, stage_context
 from stages.cluster.manifests import PERF_JOB, POD_IMAGE, JobSettings
 from stages.core.pod_plans import DISTINCT_VIDEOS, NEW_CONNECTIONS, ConnectionReuse, PlanSettings
 from stages.core.results import ProfileResults
-from stages.core.verdicts import SmokeResult, printer, smoke_verdict, sweep_results
+from stages.core.verdicts import PodRun, SmokeResult, printer, smoke_verdict, sweep_results
 from stages.core.workload import PerfWorkload, VideoUrl, dataset_rows, write_dataset
 from stages.errors import StageError, UsageError
 
@@ -267,7 +268,15 @@ def run_cluster_perf(
     pages = worker_metrics_pages(api, outputs, say)
     objects = perf_objects(outputs, workload, options, model_wait_seconds, pages)
     _keep_record(outputs, workload, objects, out_dir)
-    run = JobRunner(api, options.limits(PERF_TIMEOUT_SECONDS), say, timer or Timer()).run(objects)
+    runner = JobRunner(api, options.limits(PERF_TIMEOUT_SECONDS), say, timer or Timer())
     log_path = out_dir / POD_LOG_FILE
+    try:
+        run = runner.run(objects)
+    except JobTimedOut as timed_out:  # the levels it finished are kept, as for a failed run
+        unfinished = PodRun(f"Job {PERF_JOB}", False, timed_out.log, str(timed_out))
+        write_file(log_path, mask(timed_out.log))
+        with suppress(StageError):  # the failure it names is the timeout
+            sweep_results(outputs, workload, unfinished, out_dir, log_path)
+        raise
     write_file(log_path, mask(run.log))  # the pod printed it; a credential in it stays off disk
     return sweep_results(outputs, workload, run, out_dir, log_path)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import http.client
 import http.server
 import json
 import os
@@ -41,6 +42,11 @@ class PodFrontendNotReady(PodFailure):
     """The frontend did not list the served model within the wait."""
 
 
+REQUEST_ERRORS = (OSError, ValueError, http.client.HTTPException)
+"""What a request to a server can raise: a refused or cut connection, an answer cut short
+(`IncompleteRead`) or garbled (`BadStatusLine`), a body that is not JSON."""
+
+
 def say(message: str) -> None:
     """One log line, flushed at once so `kubectl logs -f` and the stage see it immediately."""
     print(message, flush=True)
@@ -56,7 +62,7 @@ def _poll(attempt: Callable[[], str | None], timeout_seconds: float, interval: f
     while True:
         try:
             missing = attempt()
-        except (OSError, ValueError) as error:
+        except REQUEST_ERRORS as error:
             missing = f"{type(error).__name__}: {error}"
         if missing is None or time.monotonic() + interval > deadline:
             return missing
@@ -198,7 +204,7 @@ def run_pod_program(
     except PodFailure as error:
         say(f"{failed} {error}")
         return EXIT_FAILED
-    except (OSError, ValueError, KeyError) as error:
+    except (*REQUEST_ERRORS, KeyError) as error:
         say(f"{failed} {type(error).__name__}: {error}")
         return EXIT_FAILED
     say(success_line)

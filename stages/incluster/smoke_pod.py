@@ -61,7 +61,7 @@ def post_chat(
     except urllib.error.HTTPError as error:
         detail = error.read().decode(errors="replace")[:500]
         raise PodFailure(f"{chat_url} answered HTTP {error.code}: {detail}") from error
-    except (OSError, ValueError) as error:
+    except pod_common.REQUEST_ERRORS as error:
         raise PodFailure(f"the request to {chat_url} failed: {error}") from error
     if not isinstance(reply, dict):
         raise PodFailure(f"the response is not a JSON object: {json.dumps(reply)[:300]}")

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from components.routing import RoutingProfile
-from stages.cluster.api import Condition, PodState
-from stages.cluster.job_runner import Timer
+from stages.cluster.api import Condition, Manifest, PodState
+from stages.cluster.job_runner import Timer, WaitLimits
 from stages.cluster.manifests import RUN_ID_LABEL
 from stages.cluster.run import ClusterOptions, run_cluster_perf, run_cluster_smoke
 from stages.core.pod_plans import PERF_PLAN
@@ -419,3 +419,70 @@ def test_ctrl_c_while_waiting_deletes_the_job() -> None:
 
     assert run.cluster.calls[-1] == ("delete", "Job", "cosmos3-nano-reasoner-smoke")
     assert "interrupted: deleting Job cosmos3-nano-reasoner-smoke" in run.progress
+
+
+def test_ctrl_c_as_the_job_is_created_deletes_it() -> None:
+    class InterruptedOnCreate(FakeCluster):
+        def create(self, manifest: Manifest) -> None:
+            super().create(manifest)  # the API server made it; the answer never arrives
+            if manifest["kind"] == "Job":
+                raise KeyboardInterrupt
+
+    run = Run(InterruptedOnCreate([running("installing\n")]))
+
+    with pytest.raises(KeyboardInterrupt):
+        run.smoke()
+
+    assert run.cluster.calls[-1] == ("delete", "Job", "cosmos3-nano-reasoner-smoke")
+
+
+class Unanswered(FakeCluster):
+    """The API server answers no log request from the `first`th on, for `polls` polls."""
+
+    def __init__(self, frames: list[Frame], first: int, polls: int) -> None:
+        super().__init__(frames)
+        self.first, self.polls, self.asked = first, polls, 0
+
+    def pod_log(self, name: str) -> str:
+        self.asked += 1
+        if self.first <= self.asked < self.first + self.polls:
+            raise ClusterUnreachable("read the log of pod pod-1: HTTP 503 Service Unavailable")
+        return super().pod_log(name)
+
+
+def test_a_poll_the_api_server_does_not_answer_is_asked_again() -> None:
+    run = Run(Unanswered([running("installing\n"), running("x\n"), succeeded(PASSED_LOG)], 2, 3))
+
+    assert run.smoke() == "A test pattern with a moving red box."
+    assert run.progress.count("did not answer") == 3
+
+
+def test_an_api_server_that_stops_answering_fails_the_stage_and_its_job_is_deleted() -> None:
+    run = Run(Unanswered([running("installing\n")], 2, 1000))
+    limit = WaitLimits(timeout_seconds=3600).unanswered_seconds
+
+    with pytest.raises(ClusterUnreachable, match="503") as failure:
+        run.smoke()
+
+    assert failure.value.exit_status == 6
+    assert run.cluster.calls[-1] == ("delete", "Job", "cosmos3-nano-reasoner-smoke")
+    assert limit <= sum(run.clock.slept) <= limit + 10
+
+
+def test_a_perf_job_that_times_out_keeps_its_log_and_the_levels_it_finished(
+    tmp_path: Path,
+) -> None:
+    workload = MATCHING.model_copy(update={"concurrencies": (2, 4)})
+    log = perf_log([fixture_export()], tail="level 2/2: concurrency 4, 9 requests")
+    outputs = cluster_outputs(RoutingProfile.SESSION_AFFINITY)
+    options = ClusterOptions(run_id="run-1", timeout_seconds=60, poll_seconds=5)
+    run = Run(FakeCluster([running(log)]))
+
+    with pytest.raises(TimedOut, match="did not finish within 60 s"):
+        run_cluster_perf(
+            outputs, workload, tmp_path, options, 600, run.cluster, run.stream, run.timer
+        )
+
+    assert (tmp_path / "pod.log").read_text() == log
+    saved = ProfileResults.load(tmp_path / "results.json")
+    assert [level.concurrency for level in saved.levels] == [2] and not saved.complete

@@ -58,6 +58,19 @@ class _OneWorkerPerSession(StandInHandler):
         self.send_json(reply | {"nvext": {"worker_id": {"decode_worker_id": worker}}})
 
 
+class _CutShort(StandInHandler):
+    """A frontend restarting: every answer's body ends before its Content-Length."""
+
+    requests = 0
+
+    def do_GET(self) -> None:
+        type(self).requests += 1
+        self.send_response(200)
+        self.send_header("Content-Length", "100")
+        self.end_headers()
+        self.wfile.write(b'{"data": [')
+
+
 @pytest.fixture
 def empty_frontend() -> Iterator[int]:
     with stand_in_server(_EmptyAnswers) as port:
@@ -91,6 +104,16 @@ def test_the_smoke_program_says_the_frontend_is_not_ready(tmp_path: Path) -> Non
     assert run.failure == f"exit status {pod_common.EXIT_FRONTEND_NOT_READY}", run.log
     assert run.last_line.startswith("Frontend not ready: ")
     assert "did not list tiny-llama within 1 s" in run.last_line
+
+
+@pytest.mark.slow
+def test_an_answer_cut_short_is_waited_out_as_a_frontend_not_ready(tmp_path: Path) -> None:
+    with stand_in_server(_CutShort) as port:
+        run = run_smoke_program(tmp_path, port, wait_seconds=6)
+
+    assert run.failure == f"exit status {pod_common.EXIT_FRONTEND_NOT_READY}", run.log
+    assert run.last_line.startswith("Frontend not ready: ") and "IncompleteRead" in run.last_line
+    assert _CutShort.requests >= 2  # asked again, not given up at the first
 
 
 @pytest.mark.slow
