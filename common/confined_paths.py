@@ -139,6 +139,13 @@ def write_file(path: Path, content: bytes | str, mode: int = 0o644) -> Path:
     return write_inside(*_held_folder(path), content, mode)
 
 
+def checked_folder(path: Path) -> Path:
+    """The folder `path` (it may not exist yet), checked as `write_file` checks a file: no link
+    or file on the way from the held folder that holds it; for a program that writes inside it
+    by itself."""
+    return inside(*_held_folder(path))
+
+
 def remove_file(path: Path) -> bool:
     """Remove the regular file `path` (never a link or a folder); False when it is absent."""
     return remove_inside(*_held_folder(path))

@@ -39,7 +39,7 @@ from typing import Self
 import requests
 
 from common import REPO_ROOT
-from common.confined_paths import inside, remove_tree_inside, write_file
+from common.confined_paths import checked_folder, inside, remove_tree_inside, write_file
 from common.input_files import MAX_STATE_BYTES, read_text
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
@@ -174,7 +174,8 @@ class LabGraph:
 
     def __init__(self, spec: GraphSpec, run_dir: Path) -> None:
         self.spec = spec
-        self.run_dir = run_dir.resolve()
+        # Checked before it is resolved: a link in the command's own folder is never followed.
+        self.run_dir = checked_folder(run_dir).resolve()
         self.processes: list[GroupProcess] = []
         """The frontends, then the workers."""
         self.pass_through: GroupProcess | None = None

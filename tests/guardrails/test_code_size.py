@@ -18,8 +18,8 @@ ROOM_BUDGETS = {
     "components": 5_883,
     "stages": 9_211,
     "policy": 506,
-    "common": 1_800,
-    "lab": 4_413,
+    "common": 1_807,
+    "lab": 4_414,
     "tools": 1_601,
     "testenv": 2_511,
 }
@@ -51,7 +51,8 @@ into a folder holding files exits 2 naming --dest, as the claim does), stages +1
 (a resumed A/B runs at the time scale its archived profile ran at), stages +54 (a review of the
 cluster path: a Job created as Ctrl-C lands is deleted, a poll the API server does not answer is
 asked again, a timed-out sweep keeps its log and finished levels, a pod program waits out an
-answer cut short). The issue that set the house's
+answer cut short), common +7 and lab +1 (a lab graph's run folder is checked from the folder
+the command holds: a link on the way is refused, never resolved). The issue that set the house's
 size asked for 17k lines outside tests/; docs/contributing.md says why the rooms hold more and
 where they went."""
 

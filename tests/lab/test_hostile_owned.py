@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 import lab.__main__ as lab_cli
 from common import REPO_ROOT
-from common.output_folders import OutputFolderError
+from common.output_folders import OutputFolderError, claimed_folder
 from components.routing import routing_for
 from lab.environment import LabInstall
 from lab.graph import GraphSpec, LabGraph
@@ -91,3 +91,30 @@ def test_a_graphs_run_folder_is_never_cleared_through_a_link(
 
     record(FAMILY)
     assert home.counted() == []
+
+
+@pytest.mark.parametrize("linked", ["runs", "runs/round-robin"])
+def test_a_link_on_the_way_to_a_graphs_run_folder_is_refused_before_anything_is_cleared(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: str
+) -> None:
+    """`lab up` and `lab ab` run a graph in a folder below the one the command holds: a link
+    there (`OUT/up`, `OUT/runs/<profile>`) is refused, never resolved to the user's folders."""
+    home, out = UserHome(tmp_path), tmp_path / "lab-out"
+    users = tmp_path / "users-disk"
+    (users / "round-robin" / "discovery").mkdir(parents=True)
+    (users / "round-robin" / "discovery" / "notes").write_text("the user's\n")
+    with claimed_folder(out, "python -m lab"):  # the lab's own folder, from an earlier run
+        (out / linked).parent.mkdir(parents=True, exist_ok=True)
+    (out / linked).symlink_to(users if linked == "runs" else users / "round-robin")
+    monkeypatch.setattr(LabInstall, "require", lambda self: self)
+    monkeypatch.setattr(LabGraph, "_start_frontend", lambda *a: pytest.fail("a process started"))
+
+    with (
+        claimed_folder(out, "python -m lab", command="python -m lab up"),
+        pytest.raises(OutputFolderError, match=f"{out / linked} is a symbolic link"),
+    ):
+        LabGraph(GraphSpec(routing=routing_for("round-robin", 300)), out / "runs" / "round-robin")
+
+    record(FAMILY)
+    assert home.counted() == []
+    assert (users / "round-robin" / "discovery" / "notes").read_text() == "the user's\n"
