@@ -115,6 +115,10 @@ class OwnedFolder:
                     f"the folder ({problem}); nothing was written"
                 )
             inside(self.root, name)  # no link or folder stands at the name
+        # Listed first: a write that fails halfway (a full disk) leaves the files it made the
+        # writer's, and the next run replaces them.
+        if self.listed is not None:
+            _write_marker(self.root, self.writer, self.listed | set(files))
         written = []
         for name, content in files.items():
             write_inside(self.root, name, content)

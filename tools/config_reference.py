@@ -46,9 +46,15 @@ def reference_table() -> str:
 
 
 def synced(text: str) -> str:
-    """`text` with the block between START and END replaced by the current reference table."""
-    head, rest = text.split(START, 1)
-    _, tail = rest.split(END, 1)
+    """`text` with the block between START and END replaced by the current reference table; a
+    ValueError naming the marker when one is missing (or END comes first)."""
+    head, start, rest = text.partition(START)
+    _, end, tail = rest.partition(END)
+    if not (start and end):
+        missing = END if start else START
+        raise ValueError(
+            f"{PAGE} lacks the marker {missing}: put it back around the reference table"
+        )
     return f"{head}{START}\n{reference_table()}\n{END}{tail}"
 
 
@@ -66,8 +72,13 @@ def sync(argv: list[str] | None = None) -> int:
         print(reference_table())
         return 0
     text = read_text(TARGET, "configuration reference", MAX_RECORD_BYTES)
+    try:
+        fresh = synced(text)
+    except ValueError as error:
+        print(f"tools.config_reference: {error}", file=sys.stderr)
+        return 2
     if args.check:
-        if synced(text) != text:
+        if fresh != text:
             print(
                 "docs/configuration.md configuration reference is stale: "
                 "run python -m tools.config_reference",
@@ -76,7 +87,7 @@ def sync(argv: list[str] | None = None) -> int:
             return 1
         return 0
     try:  # a link there (a clone may carry one) is refused, never written through
-        write_inside(REPO_ROOT, PAGE, synced(text))
+        write_inside(REPO_ROOT, PAGE, fresh)
     except OutputFolderError as error:
         print(f"tools.config_reference: {error}", file=sys.stderr)
         return 2

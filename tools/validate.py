@@ -94,11 +94,16 @@ def _on_their_cluster(
     from kubernetes.config.config_exception import ConfigException
     from urllib3.exceptions import HTTPError
 
+    where = f"context {context!r} of {kubeconfig}" if context else str(kubeconfig)
     try:
         return _judged(renders, kubeconfig, context)
     except (ConfigException, HTTPError, OSError) as error:
-        where = f"context {context!r} of {kubeconfig}" if context else str(kubeconfig)
         raise ValueError(f"cannot reach the API server of {where}: {error}") from None
+    except DynamicApiError as error:  # not a dry run's verdict on an object: those are violations
+        raise ValueError(
+            f"the API server of {where} answered {error.status} {error.reason}: give "
+            "--kubeconfig credentials that may read the API and dry-run into a namespace"
+        ) from None
 
 
 def _judged(

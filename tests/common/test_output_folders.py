@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common import REPO_ROOT
+from common import REPO_ROOT, output_folders
 from common.output_folders import (
     LOCK_FILE,
     MARKER_FILE,
@@ -240,6 +240,33 @@ def test_a_listed_file_no_longer_written_is_removed_and_nothing_else(tmp_path: P
     with claimed_folder(folder, WRITER, tracks_files=True) as owned:
         owned.replace_files({"a.yaml": b"3"})
     assert sorted(p.name for p in folder.iterdir()) == [MARKER_FILE, "a.yaml"]
+
+
+def test_a_write_that_failed_halfway_leaves_the_folder_the_writers_to_write_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "out"
+    with claimed_folder(folder, WRITER, tracks_files=True) as owned:
+        owned.replace_files({"a.yaml": b"1"})
+    write_inside = output_folders.write_inside
+
+    def full_disk_at_the_second(root: Path, name: str, content: bytes) -> Path:
+        if name == "c.yaml":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return write_inside(root, name, content)
+
+    with monkeypatch.context() as patched:
+        patched.setattr(output_folders, "write_inside", full_disk_at_the_second)
+        with (
+            pytest.raises(OSError, match="No space"),
+            claimed_folder(folder, WRITER, tracks_files=True) as owned,
+        ):
+            owned.replace_files({"b.yaml": b"2", "c.yaml": b"3"})
+    assert (folder / "b.yaml").exists()  # written before the disk filled
+
+    with claimed_folder(folder, WRITER, tracks_files=True) as owned:  # its own again
+        owned.replace_files({"b.yaml": b"2", "c.yaml": b"3"})
+    assert sorted(p.name for p in folder.iterdir()) == [MARKER_FILE, "b.yaml", "c.yaml"]
 
 
 def test_a_folder_holding_only_the_writers_output_folders_is_its_to_claim(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -494,7 +495,8 @@ def test_the_command_judges_on_a_cluster_that_already_runs(
     local_cluster: local.LocalCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """`--kubeconfig --context`: a user's own cluster with the CRD installed (here the session's)
-    judges every object; one that does not answer is named, with status 2."""
+    judges every object; one that does not answer, or refuses the credentials, is named, with
+    status 2."""
     their = ["--kubeconfig", str(local_cluster.kubeconfig), "--context", CONTEXT]
     assert validate.main(["--all", *their]) == 0
     out = capsys.readouterr().out
@@ -508,6 +510,16 @@ def test_the_command_judges_on_a_cluster_that_already_runs(
     assert validate.main(["--stack", "dev", *gone]) == 2
     err = capsys.readouterr().err
     assert f"validate: cannot reach the API server of context '{CONTEXT}' of " in err
+
+    config = yaml.safe_load(local_cluster.kubeconfig.read_text())
+    config["users"][0]["user"] = {"token": "not-a-token-it-knows"}  # credentials it refuses
+    (tmp_path / "refused").write_text(yaml.safe_dump(config))
+    refused = ["--kubeconfig", str(tmp_path / "refused"), "--context", CONTEXT]
+    assert validate.main(["--stack", "dev", *refused]) == 2
+    err = capsys.readouterr().err
+    assert f"validate: the API server of context '{CONTEXT}' of " in err
+    # 401, or 403 where the server takes a token it does not know as anonymous
+    assert re.search(r" answered 40[13] (Unauthorized|Forbidden): give --kubeconfig", err), err
 
 
 def test_the_command_uses_the_rules_of_the_crd_it_is_given(

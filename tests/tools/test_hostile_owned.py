@@ -132,6 +132,24 @@ def test_golden_update_never_writes_through_a_linked_stack_folder(
     assert status == 2 and f"{copy / 'shared'} is a symbolic link" in err, err
 
 
+@pytest.mark.parametrize("linked", ["outputs.json", "50-added.yaml"])
+def test_golden_check_never_reads_through_a_link_a_clone_carries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, linked: str
+) -> None:
+    """A pull request may add a link among the golden files: `--check` would print what it
+    points at in its diff (a key, a token). It is refused, naming the link."""
+    home, copy = UserHome(tmp_path), tmp_path / "clone" / "manifests"
+    shutil.copytree(golden.MANIFESTS / "shared", copy / "shared")
+    (copy / "shared" / linked).unlink(missing_ok=True)
+    (copy / "shared" / linked).symlink_to(home.key)
+    monkeypatch.setattr(golden, "MANIFESTS", copy)
+
+    status, out, err = run_command(FAMILY, golden.main, ["--check", "--stack", "shared"])
+
+    assert home.counted() == [] and "PRIVATE KEY" not in out + err
+    assert status == 2 and f"{copy / 'shared' / linked} is a symbolic link" in err, err
+
+
 @pytest.mark.parametrize("linked", ["outputs.json", "01-namespace-cosmos3-dev.yaml"])
 @pytest.mark.parametrize("to", ["key", "notes"])
 def test_the_render_never_writes_through_a_link_in_its_folder(

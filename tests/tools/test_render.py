@@ -88,6 +88,14 @@ def test_the_configuration_reference_prints_or_refuses_and_writes_nothing(
         assert usage.value.code == 2
     assert config_reference.sync(["--check"]) == 1
     assert "old" in page.read_text()
+    capsys.readouterr()
+
+    for kept in (config_reference.START, config_reference.END):  # the other marker deleted
+        page.write_text(f"{kept}\nold\n")
+        for argv in ([], ["--check"]):
+            assert config_reference.sync(argv) == 2
+            assert "lacks the marker <!-- CONFIG-REFERENCE:" in capsys.readouterr().err
+        assert page.read_text() == f"{kept}\nold\n"
 
 
 @pytest.mark.parametrize(
