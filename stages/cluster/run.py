@@ -117,25 +117,25 @@ def new_job_run_id() -> str:
 
 
 def require_cluster_reachable_frontend(outputs: StackOutputs, stage: str) -> None:
-    """Refuse cluster outputs whose frontend URL is a loopback address before submitting a Job.
-
-    Inside the pod, 127.0.0.1 or localhost is the pod itself, so the Job could never reach that
-    frontend: such outputs are a lab file (or a port-forward) marked `target: cluster` by hand.
-    """
-    try:
-        host = urlsplit(outputs.frontend_url).hostname or ""
-    except ValueError as error:  # e.g. an unclosed IPv6 bracket
-        raise UsageError(f"the outputs' frontendUrl is not a URL ({error})") from None
-    try:
-        loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if loopback:
-        raise UsageError(
-            f"the {stage} stage runs against a cluster as an in-cluster Job, which cannot reach "
-            f"the frontend at {outputs.frontend_url} (a loopback address inside the pod is the pod "
-            "itself): use the stack's outputs (`pulumi stack output --json`), or `target: lab`"
-        )
+    """Refuse cluster outputs whose frontend or models URL is the pod itself before submitting
+    a Job: a loopback or unspecified address (127.0.0.1, ::1, 0.0.0.0, ::), or localhost. Such
+    outputs are a lab file (or a port-forward) marked `target: cluster` by hand."""
+    for key, url in (("frontendUrl", outputs.frontend_url), ("modelsUrl", outputs.models_url)):
+        try:
+            host = (urlsplit(url).hostname or "").rstrip(".")
+        except ValueError as error:  # e.g. an unclosed IPv6 bracket
+            raise UsageError(f"the outputs' {key} is not a URL ({error})") from None
+        try:
+            address = ipaddress.ip_address(host)
+            itself = address.is_loopback or address.is_unspecified
+        except ValueError:
+            itself = host == "localhost" or host.endswith(".localhost")
+        if itself:
+            raise UsageError(
+                f"the {stage} stage runs against a cluster as an in-cluster Job, which cannot "
+                f"reach the {key} {url} (a loopback address inside the pod is the pod itself): "
+                "use the stack's outputs (`pulumi stack output --json`), or `target: lab`"
+            )
 
 
 def connect(outputs: StackOutputs, options: ClusterOptions) -> ClusterApi:

@@ -219,19 +219,20 @@ def test_cluster_perf_writes_the_results_report_and_archive_read(
     assert report == 0
 
 
-def test_loopback_frontends_are_refused_for_a_cluster(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(
+    "host", ["localhost", "LOCALHOST.", "api.localhost", "127.0.0.2", "[::1]", "0.0.0.0", "[::]"]
+)
+@pytest.mark.parametrize("key", ["frontendUrl", "modelsUrl"])
+def test_frontends_that_are_the_pod_itself_are_refused_for_a_cluster(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], host: str, key: str
 ) -> None:
     outputs: dict[str, Any] = cluster_outputs(RoutingProfile.ROUND_ROBIN).to_json_dict()
-    outputs |= {
-        "frontendUrl": "http://localhost:8000",
-        "modelsUrl": "http://localhost:8000/v1/models",
-    }
+    url = f"http://{host}:8000" + ("/v1/models" if key == "modelsUrl" else "")
     path = tmp_path / "outputs.json"
-    path.write_text(json.dumps(outputs))
+    path.write_text(json.dumps(outputs | {key: url}))
 
     assert main(["perf", "--outputs", str(path)]) == 2  # bad input: nothing is submitted
-    assert "cannot reach the frontend at http://localhost:8000" in capsys.readouterr().err
+    assert f"cannot reach the {key} {url} " in capsys.readouterr().err
 
 
 PIP_URL = "https://ci:" + "pw-0123456789@pypi.example.com/simple"  # assembled: not a real one
