@@ -16,22 +16,22 @@ import sys
 from pathlib import Path
 
 from common.input_files import InputFileError, parsed_json, read_text
+from common.parsers import CommandParser
 from components.outputs import CACHE_READY_KEY, CREDENTIALS_DIGEST_KEY, missing_layer_outputs
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m tools.layer_ready SHARED_OUTPUTS_JSON", file=sys.stderr)
-        return 2
+    parser = CommandParser(prog="python -m tools.layer_ready", description=__doc__.split("\n")[0])
+    parser.add_argument("outputs", metavar="SHARED_OUTPUTS_JSON", help="the shared stack's outputs")
+    path = parser.parse_args(argv).outputs  # a usage error exits 2, `--help` 0
     try:
-        text = read_text(Path(args[0]), "outputs file") or "{}"  # no stack: no outputs
-        outputs = parsed_json(text, args[0], "outputs file")
+        text = read_text(Path(path), "outputs file") or "{}"  # no stack: no outputs
+        outputs = parsed_json(text, path, "outputs file")
     except InputFileError as error:
         print(f"the shared stack's outputs cannot be read: {error}")
         return 1
     if not isinstance(outputs, dict):
-        print(f"the shared stack's outputs in {args[0]} are not a JSON object")
+        print(f"the shared stack's outputs in {path} are not a JSON object")
         return 1
     missing = missing_layer_outputs(outputs)
     if missing:

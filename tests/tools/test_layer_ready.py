@@ -54,3 +54,18 @@ def test_a_layer_the_profile_preview_warns_about_passes_with_the_note(
 ) -> None:
     status, printed = check(tmp_path, shared_layer_outputs(**replaced)[SHARED_STACK], capsys)
     assert status == 0 and note in printed and "its up refuses" in printed
+
+
+@pytest.mark.parametrize("argv", [[], ["a.json", "b.json"], ["--output", "a.json"]])
+def test_a_command_line_that_names_no_one_file_is_a_usage_error(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as usage:
+        main(argv)
+    assert usage.value.code == 2 and "SHARED_OUTPUTS_JSON" in capsys.readouterr().err
+
+
+def test_help_is_help_not_a_file_name(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--help"])
+    assert done.value.code == 0 and "shared stack's outputs" in capsys.readouterr().out
