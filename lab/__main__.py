@@ -128,7 +128,8 @@ reachable from outside; `up`'s frontend is forwarded from 127.0.0.1, for trying 
 
 def watch(graph: LabGraph) -> int:
     """Serve until Ctrl-C, saying so when a process of the graph exits: a worker's exit leaves a
-    smaller graph (the frontend routes around it); the frontend's ends the graph (status 1)."""
+    smaller graph (the frontend routes around it); a frontend's or the pass-through's ends the
+    graph (status 1)."""
     reported: set[str] = set()
     while True:
         time.sleep(WATCH_SECONDS)
@@ -137,9 +138,10 @@ def watch(graph: LabGraph) -> int:
                 continue
             reported.add(process.name)
             cause = graph.exit_cause(process)
-            if process is graph.processes[0]:
+            if process not in graph.processes[graph.spec.frontends :]:  # not a worker
+                what = "the frontend" if process is graph.processes[0] else process.name
                 print(
-                    f"lab up: the frontend exited ({cause}): stopping the graph; its "
+                    f"lab up: {what} exited ({cause}): stopping the graph; its "
                     f"log: {process.log_path}",
                     file=sys.stderr,
                 )

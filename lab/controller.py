@@ -161,20 +161,18 @@ class GraphController:
 
     def reconcile(self) -> None:
         """One pass: every graph on the API server brought to what its object says."""
-        listing = self._api.list_cluster_custom_object(GROUP, VERSION, PLURAL)
-        seen = set()
-        for item in listing.get("items", []):
-            if self._stop.is_set():
-                return
-            uid = item["metadata"]["uid"]
-            seen.add(uid)
-            self._reconcile_one(uid, item)
-        for uid in set(self.managed) - seen:
+        items = self._api.list_cluster_custom_object(GROUP, VERSION, PLURAL).get("items", [])
+        # The deleted first: a graph made again under the same name takes its folder and Service.
+        for uid in set(self.managed) - {item["metadata"]["uid"] for item in items}:
             managed = self.managed[uid]
             self._halt(managed)  # before it is let go: `running` says None once all are stopped
             del self.managed[uid]
             if managed.graph is not None:
                 self.say(f"lab controller: {managed.graph.key} deleted; its processes stopped")
+        for item in items:
+            if self._stop.is_set():
+                return
+            self._reconcile_one(item["metadata"]["uid"], item)
 
     def _reconcile_one(self, uid: str, item: Mapping[str, Any]) -> None:
         managed = self.managed.setdefault(uid, Managed(graph=None))
@@ -186,7 +184,11 @@ class GraphController:
             managed.phase, managed.message = Phase.UNRUNNABLE, str(reason)
         else:
             if managed.graph is None or managed.retry or _restart_needed(managed.graph, wanted):
-                self._restart(managed, wanted)
+                try:
+                    self._restart(managed, wanted)
+                except BaseException:  # an API server that did not answer: the next pass retries
+                    managed.retry = True
+                    raise
             managed.graph = wanted
             self._notice_exits(managed)
         self._write_status(managed)
@@ -216,7 +218,7 @@ class GraphController:
         )
         try:
             graph.start()
-        except LabGraphError as error:
+        except (LabGraphError, OSError) as error:  # a process that failed, a full disk
             graph.stop()
             managed.phase, managed.message = Phase.START_FAILED, str(error)
             self.say(f"lab controller: {wanted.key} did not start: {_first_line(error)}")

@@ -82,18 +82,20 @@ class FrontendCommand:
 
 def listen_on(argv: list[str], port: int) -> list[str]:
     """`argv` with the value of any --http-host or --http-port it gives replaced by 127.0.0.1 and
-    `port` (the environment sets them otherwise): where the lab's frontend listens, and only that."""
+    `port` (the environment sets them otherwise): where the lab's frontend listens, and only that.
+    An abbreviation counts (`--http-h`: the frontend's argparse takes any unambiguous prefix)."""
     values = {"--http-host": LOOPBACK, "--http-port": str(port)}
     result: list[str] = []
     value_of: str | None = None  # the option whose value is the next word
     for word in argv:
-        option, equals, _ = word.partition("=")
+        given, equals, _ = word.partition("=")
+        named = [name for name in values if len(given) > len("--http-") and name.startswith(given)]
         if value_of is not None:
             word, value_of = values[value_of], None
-        elif option in values and equals:
-            word = f"{option}={values[option]}"
-        elif word in values:
-            value_of = word
+        elif named and equals:
+            word = f"{given}={values[named[0]]}"
+        elif named:
+            value_of = named[0]
         result.append(word)
     return result
 
@@ -336,8 +338,9 @@ class LabGraph:
         )
 
     def exited(self) -> list[GroupProcess]:
-        """The graph's processes that are no longer running (the frontend is the first)."""
-        return [p for p in self.processes if p.exit_code() is not None]
+        """The graph's processes that are no longer running (the frontend is the first, the
+        pass-through in front of several frontends the last)."""
+        return [p for p in self._every_process() if p.exit_code() is not None]
 
     def exit_cause(self, process: GroupProcess) -> str:
         """Why a process of the graph ended: its status, a full disk, what its log says."""

@@ -129,6 +129,9 @@ def test_a_spec_takes_routing_or_a_frontend_command_not_both() -> None:
                                                                "--http-host=127.0.0.1"]),
         (["x", "--http-host", "0.0.0.0", "--router-mode", "round-robin"],
          ["x", "--http-host", "127.0.0.1", "--router-mode", "round-robin"]),
+        (["x", "--http-h", "0.0.0.0", "--http-po=9000"],  # abbreviations, as argparse takes them
+         ["x", "--http-h", "127.0.0.1", "--http-po=4321"]),
+        (["x", "--http", "0.0.0.0"], ["x", "--http", "0.0.0.0"]),  # ambiguous: the frontend refuses
     ],
 )  # fmt: skip
 def test_only_where_the_frontend_listens_is_overridden(
