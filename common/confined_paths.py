@@ -184,6 +184,6 @@ def _replace_whole(path: Path, content: bytes, mode: int) -> Path:
             os.fchmod(tmp.fileno(), mode)
         os.replace(name, path)
     except BaseException:
-        os.unlink(name)
+        Path(name).unlink(missing_ok=True)  # gone when the interrupt came after the rename
         raise
     return path

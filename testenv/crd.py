@@ -82,17 +82,17 @@ def crd_path(given: Path | None = None, environ: Mapping[str, str] = os.environ)
 def load_crd(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any]:
     """The whole DGD CRD from a file, as an API server can install it: its kind, name and spec
     (what `kubectl get crd -o yaml` adds beside them, such as status and resourceVersion, goes).
-    Accepts a `kind: List` holding it too."""
-    for document in _documents(path):
-        if document.get("kind") == "CustomResourceDefinition":
-            version_schema(path, document, version)  # the DGD's, serving `version`
-            name = (document.get("metadata") or {}).get("name", CRD_NAME)
-            return {
-                "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
-                "kind": "CustomResourceDefinition",
-                "metadata": {"name": name},
-                "spec": dict(document["spec"]),
-            }
+    Accepts a `kind: List` holding it too, or several documents, among other CRDs."""
+    crds = [doc for doc in _documents(path) if doc.get("kind") == "CustomResourceDefinition"]
+    for document in [crd for crd in crds if _defines_the_graph(crd)] or crds[:1]:
+        version_schema(path, document, version)  # the DGD's, serving `version`
+        name = _mapping(document.get("metadata")).get("name", CRD_NAME)
+        return {
+            "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": name},
+            "spec": dict(document["spec"]),
+        }
     raise CrdError(
         f"{path}: no whole CustomResourceDefinition {CRD_NAME} in it (the API server installs "
         f"the whole CRD): {HOW_TO_GET}"
@@ -114,19 +114,36 @@ def schema_note(crd: Mapping[str, Any], path: Path, version: str = GRAPH_VERSION
 
 
 def version_schema(path: Path, crd: Mapping[str, Any], version: str) -> dict[str, Any]:
-    """The DGD's `openAPIV3Schema` for `version` in a CRD document."""
-    spec = crd.get("spec") or {}
-    if spec.get("group") != GRAPH_GROUP or (spec.get("names") or {}).get("kind") != GRAPH_KIND:
-        found = f"{(spec.get('names') or {}).get('kind')} in group {spec.get('group')}"
+    """The DGD's `openAPIV3Schema` for `version` in a CRD document; a CrdError naming what is
+    missing or misshapen, never a KeyError."""
+    spec = _mapping(crd.get("spec"))
+    if not _defines_the_graph(crd):
+        found = f"{_mapping(spec.get('names')).get('kind')} in group {spec.get('group')}"
         raise CrdError(f"{path}: the CRD defines {found}, not {GRAPH_KIND} in {GRAPH_GROUP}")
-    for served in spec.get("versions") or []:
+    listed = spec.get("versions")
+    versions = [_mapping(served) for served in (listed if isinstance(listed, list) else [])]
+    for served in versions:
         if served.get("name") == version:
-            schema: dict[str, Any] = served["schema"]["openAPIV3Schema"]
+            schema = _mapping(served.get("schema")).get("openAPIV3Schema")
+            if not isinstance(schema, dict):
+                raise CrdError(f"{path}: the CRD's {version} has no openAPIV3Schema: {HOW_TO_GET}")
             return schema
-    names = [served.get("name") for served in spec.get("versions") or []]
+    names = [served.get("name") for served in versions]
     raise CrdError(
         f"{path}: the CRD serves {names}, not {version}: is the Dynamo operator too old?"
     )
+
+
+def _defines_the_graph(crd: Mapping[str, Any]) -> bool:
+    spec = _mapping(crd.get("spec"))
+    return (
+        spec.get("group") == GRAPH_GROUP and _mapping(spec.get("names")).get("kind") == GRAPH_KIND
+    )
+
+
+def _mapping(value: object) -> Mapping[str, Any]:
+    """`value` when it is a mapping, else an empty one: a CRD file is anyone's."""
+    return value if isinstance(value, Mapping) else {}
 
 
 def _documents(path: Path) -> Iterator[Mapping[str, Any]]:

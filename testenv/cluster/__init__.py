@@ -245,9 +245,10 @@ def launch(cluster: LocalCluster, name: str, argv: list[str], die_with_parent: b
     """One component, its log in the cluster's folder, recorded in `cluster.json` at once."""
     env = {"PATH": os.defpath, "HOME": str(cluster.folder)}
     log = cluster.folder / "logs" / f"{name}.log"
-    started, popen = processes.start(name, argv, log, env, die_with_parent)
-    cluster.started.append(started)
-    cluster.children[started.pid] = popen
+    with processes.held_interrupts():  # recorded before an interrupt can strike: `down` sees it
+        started, popen = processes.start(name, argv, log, env, die_with_parent)
+        cluster.started.append(started)
+        cluster.children[started.pid] = popen
     state = {"server": cluster.server, "components": [asdict(item) for item in cluster.started]}
     write_inside(cluster.folder, "cluster.json", json.dumps(state, indent=2) + "\n")
 

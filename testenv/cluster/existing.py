@@ -17,10 +17,11 @@ tier without harm; each refusal is a `ClusterError` that names what is wrong and
 
 Then it adds what `up` adds after the control plane (`add_gpu_nodes`): the tier's own kwok, a
 process here, and the GPU nodes, class and volumes, each labelled `objects.MADE_BY`. The tests
-delete only namespaces made after the attach (`kept_namespaces`). `down` stops that kwok and
-deletes what carries the label, nothing else. The user's kubeconfig is read, never written: the
-tier works through a copy of the one context in its own folder (mode 0600, the context renamed
-`cosmos3-local`, as the tests name it), which `down` removes.
+delete only namespaces made after the attach (`kept_namespaces`). `down` deletes every namespace
+made since the attach (the tests', and any other made meanwhile: make none there while the tier
+runs) and what carries the label, and stops that kwok. The user's kubeconfig is read, never
+written: the tier works through a copy of the one context in its own folder (mode 0600, the
+context renamed `cosmos3-local`, as the tests name it), which `down` removes.
 """
 
 from __future__ import annotations

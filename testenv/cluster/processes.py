@@ -16,8 +16,10 @@ import functools
 import os
 import signal
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,6 +66,28 @@ def start(
             process_group=0,
         )
     return Started(name, popen.pid, str(Path(argv[0]).resolve()), str(log)), popen
+
+
+@contextmanager
+def held_interrupts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM held until the block is done, then raised as KeyboardInterrupt: a
+    component forked but not yet recorded would outlive `down`. (The lab's graphs are held by
+    `stages.incluster.processes.deferred_interrupts`, which this package may not import.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    previous = {
+        signum: signal.signal(signum, lambda got, _: held.append(got)) for signum in signals
+    }
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if held:
+        raise KeyboardInterrupt(f"signal {held[0]}, held while a component started")
 
 
 def runs(started: Started) -> bool:

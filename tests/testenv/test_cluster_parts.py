@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -140,3 +142,24 @@ def test_a_component_leads_its_own_group_in_our_session(tmp_path: Path) -> None:
         assert os.getsid(started.pid) == os.getsid(0)
     finally:
         processes.stop_all([started], {started.pid: popen})
+
+
+def test_a_ctrl_c_as_a_component_starts_comes_once_it_is_recorded_for_down(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started_for_real = processes.start
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        made = started_for_real(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, as Popen returns
+        return made
+
+    monkeypatch.setattr(processes, "start", interrupted)
+    cluster = local.LocalCluster(tmp_path, ENGINE)
+
+    with pytest.raises(KeyboardInterrupt):
+        local.launch(cluster, "etcd", ["/bin/sleep", "60"], die_with_parent=True)
+
+    [recorded] = cluster.started
+    cluster.down()
+    assert recorded.name == "etcd" and not processes.runs(recorded)

@@ -5,7 +5,9 @@ warning for one that is not the tested version. The tested CRD is the one beside
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -74,3 +76,54 @@ def test_what_kubectl_prints_is_loaded_as_the_crd_to_install(tmp_path: Path) -> 
     other.write_text(yaml.safe_dump({"kind": "CustomResourceDefinition", "spec": {"group": "x"}}))
     with pytest.raises(crd.CrdError, match="not DynamoGraphDeployment in nvidia.com"):
         crd.load_crd(other)
+
+
+def another_crd() -> dict[str, object]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "dynamocomponentdeployments.nvidia.com"},
+        "spec": {"group": "nvidia.com", "names": {"kind": "DynamoComponentDeployment"}},
+    }
+
+
+@pytest.mark.parametrize("shape", ["list", "documents"])
+def test_the_graphs_crd_is_found_after_others_in_one_file(tmp_path: Path, shape: str) -> None:
+    """What `kubectl get crd -o yaml` (a List of every CRD) or `kustomize build` print."""
+    document = yaml.load(crd.DEFAULT.read_text().split("---", 1)[1], Loader=yaml.CSafeLoader)
+    path = tmp_path / "crds.yaml"
+    if shape == "list":
+        path.write_text(yaml.safe_dump({"kind": "List", "items": [another_crd(), document]}))
+    else:
+        path.write_text(yaml.safe_dump_all([another_crd(), document]))
+
+    assert crd.load_crd(path)["metadata"]["name"] == crd.CRD_NAME
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda served: served.pop("schema"), "v1beta1 has no openAPIV3Schema"),
+        (lambda served: served.update(schema="a string"), "v1beta1 has no openAPIV3Schema"),
+    ],
+)
+def test_a_misshapen_crd_is_named_never_a_traceback(
+    tmp_path: Path, change: Callable[[dict[str, Any]], object], named: str
+) -> None:
+    document = yaml.load(crd.DEFAULT.read_text().split("---", 1)[1], Loader=yaml.CSafeLoader)
+    (served,) = [v for v in document["spec"]["versions"] if v["name"] == "v1beta1"]
+    change(served)
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump(document))
+
+    with pytest.raises(crd.CrdError, match=named):
+        crd.load_crd(path)
+
+
+@pytest.mark.parametrize("spec", [["a list"], {"group": "nvidia.com", "versions": ["v1beta1"]}])
+def test_a_crd_of_the_wrong_shape_is_refused_in_a_line(tmp_path: Path, spec: object) -> None:
+    path = tmp_path / "crd.yaml"
+    path.write_text(yaml.safe_dump({"kind": "CustomResourceDefinition", "spec": spec}))
+
+    with pytest.raises(crd.CrdError, match=str(path)):
+        crd.load_crd(path)
