@@ -76,8 +76,8 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (EXIT_FRONTEND_NOT_READY, "the frontend never listed the served model"),
     (
         EXIT_TIMED_OUT,
-        "cluster: the Job did not finish within --timeout (or its activeDeadlineSeconds), or the "
-        "previous run's objects outlived their deletion by 180 s",
+        "cluster: the Job did not finish within --timeout (or its activeDeadlineSeconds), or "
+        + "the previous run's objects outlived their deletion by 180 s",
     ),
     (EXIT_POD_NOT_STARTED, "cluster: the Job's pod did not start within --start-timeout"),
     (EXIT_CLUSTER_UNREACHABLE, "cluster: the Kubernetes API is unreachable or refuses"),

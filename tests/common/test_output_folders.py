@@ -26,7 +26,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from common import REPO_ROOT, output_folders
+from common import REPO_ROOT, confined_paths
 from common.output_folders import (
     LOCK_FILE,
     MARKER_FILE,
@@ -248,7 +248,7 @@ def test_a_write_that_failed_halfway_leaves_the_folder_the_writers_to_write_agai
     folder = tmp_path / "out"
     with claimed_folder(folder, WRITER, tracks_files=True) as owned:
         owned.replace_files({"a.yaml": b"1"})
-    write_inside = output_folders.write_inside
+    write_inside = confined_paths.write_inside
 
     def full_disk_at_the_second(root: Path, name: str, content: bytes) -> Path:
         if name == "c.yaml":
@@ -256,7 +256,7 @@ def test_a_write_that_failed_halfway_leaves_the_folder_the_writers_to_write_agai
         return write_inside(root, name, content)
 
     with monkeypatch.context() as patched:
-        patched.setattr(output_folders, "write_inside", full_disk_at_the_second)
+        patched.setattr("common.output_folders.write_inside", full_disk_at_the_second)
         with (
             pytest.raises(OSError, match="No space"),
             claimed_folder(folder, WRITER, tracks_files=True) as owned,
