@@ -30,6 +30,7 @@ from common.credentials import credential_kind, mask
 from common.input_files import MAX_PULUMI_FILE_BYTES, read_text
 from common.terminal import invisible_characters, visible
 from common.yaml_input import yaml_documents
+from components.affinity import STRING_HINT
 from components.config_checks import cross_check_problems
 from components.config_rules import shown
 from components.image_reference import holds_userinfo
@@ -65,12 +66,12 @@ def parse_stack_config(raw: Mapping[str, Any], secret_keys: Collection[str]) -> 
     declared = declared_keys()
     unknown = sorted(set(own) - declared - SECRET_KEYS)
     values = {key: value for key, value in own.items() if key in declared}
-    settings, unvalidated, problems = _validated(values)
+    marked = set(_own_keys(dict.fromkeys(secret_keys)))
+    settings, unvalidated, problems = _validated(values, marked)
     problems += [f"  {problem}" for problem in cross_check_problems(settings, unvalidated)]
     problems += _ignored_layer_keys(settings, unvalidated)
     problems += _oversized_lines(own)
     present = {key: bool(own.get(key)) for key in SECRET_KEYS}
-    marked = set(_own_keys(dict.fromkeys(secret_keys)))
     secret_problems = _secret_problems(settings, unvalidated, present, marked)
     secret_problems += _secret_but_written_plain(marked & declared - SECRET_KEYS)
     sections = [
@@ -122,9 +123,12 @@ def _ignored_layer_keys(settings: StackSettings, unvalidated: set[str]) -> list[
     return lines
 
 
-def _validated(values: dict[str, Any]) -> tuple[StackSettings, set[str], list[str]]:
-    """The settings, the fields that did not validate, and a line per problem. With problems the
-    settings are partial: only the fields that validated, for the checks across keys."""
+def _validated(
+    values: dict[str, Any], marked: set[str]
+) -> tuple[StackSettings, set[str], list[str]]:
+    """The settings, the fields that did not validate, and a line per problem (never the value
+    of a key `marked` secret). With problems the settings are partial: only the fields that
+    validated, for the checks across keys."""
     try:
         return StackSettings.model_validate(values), set(), []
     except ValidationError as error:
@@ -141,7 +145,7 @@ def _validated(values: dict[str, Any]) -> tuple[StackSettings, set[str], list[st
             valid[name] = _field_adapter(name).validate_python(values[alias])
         except ValidationError:  # pragma: no cover - the model accepted this field
             unvalidated.add(name)
-    return StackSettings.model_construct(**valid), unvalidated, [_line(p) for p in errors]
+    return StackSettings.model_construct(**valid), unvalidated, [_line(p, marked) for p in errors]
 
 
 @functools.cache
@@ -153,15 +157,17 @@ def _field_adapter(name: str) -> TypeAdapter[Any]:
     return TypeAdapter(annotation)
 
 
-def _line(problem: Mapping[str, Any]) -> str:
+def _line(problem: Mapping[str, Any], marked: set[str]) -> str:
     """One pydantic error (`ValidationError.errors()` item) as a line naming its key."""
     key = _location(problem["loc"])
     if problem["type"] == "missing":
         return f"  {config_key(key)} is required: `pulumi config set {config_key(key)} <value>`"
     message = problem["msg"].removeprefix("Value error, ")
+    if problem["type"] == "string_type":  # `pulumi config set --path` stores 8 as a number
+        message = STRING_HINT
     value = problem.get("input")
-    # Never the value of a quiet key.
-    quiet = not problem["loc"] or str(problem["loc"][0]) in QUIET_KEYS | SECRET_KEYS
+    # Never the value of a quiet key, or of one marked secret.
+    quiet = not problem["loc"] or str(problem["loc"][0]) in QUIET_KEYS | SECRET_KEYS | marked
     got = "" if quiet else f" (got {shown(value if isinstance(value, str) else repr(value))})"
     return f"  {config_key(key)}: {message}{got}"
 

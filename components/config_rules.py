@@ -209,8 +209,8 @@ def _command(items: list[str]) -> list[str]:
 ContextName = Annotated[str, _rule(_context_name)]
 Path = Annotated[str, _rule(_no_control_characters)]
 StackReference = Annotated[str, _rule(_stack_reference_name)]
-DnsLabel = Annotated[str, _rule(k8s.is_dns1123_label)]
-"""A claim name: a lowercase RFC 1123 label."""
+ClaimName = Annotated[str, _rule(k8s.is_dns1123_subdomain)]
+"""A PersistentVolumeClaim's name: a DNS subdomain (ValidatePersistentVolumeName)."""
 OwnNamespace = Annotated[str, _rule(_own_namespace)]
 """The namespace (ValidateNamespaceName: an RFC 1123 label), never one the cluster owns."""
 RegistryServer = Annotated[str, _optional(k8s.registry_server_problems)]

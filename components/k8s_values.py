@@ -85,7 +85,7 @@ def _length_and_format(
 
 
 def is_dns1123_label(value: str) -> list[str]:
-    """validation.go IsDNS1123Label: namespaces, claim names."""
+    """validation.go IsDNS1123Label: namespaces, a Service's or a container's name."""
     return _length_and_format(
         value,
         DNS1123_LABEL_MAX_LENGTH,

@@ -7,6 +7,7 @@ outputs (read by StackReference). Both sides are here: what the layer stack expo
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -45,8 +46,8 @@ def graph_outputs(settings: StackSettings, layer: SharedLayer) -> StackOutputs:
         frontend_external_url=external_url(
             settings.frontend_exposure, settings.frontend_host, settings.frontend_tls_secret
         ),
-        port_forward_command=(
-            f"kubectl --context {settings.kube_context} -n {layer.namespace} "
+        port_forward_command=(  # a context may hold a space (an EKS ARN's cluster name)
+            f"kubectl --context {shlex.quote(settings.kube_context)} -n {layer.namespace} "
             f"port-forward service/{service} {port}:{port}"
         ),
         kube_context=settings.kube_context,
@@ -134,8 +135,8 @@ def shared_layer_from_outputs(
     """The layer a profile stack runs on, from the layer stack's outputs as the engine stores them,
     and what a preview warns about.
 
-    Refuses, saying what to do, a layer stack that never completed an update (no outputs) or that
-    puts the layer in a namespace the cluster owns. What only the order of updates settles
+    Refuses, saying what to do, a layer stack that never completed an update (no outputs), that
+    deploys a graph itself, or that puts the layer in a namespace the cluster owns. What only the order of updates settles
     (`ordering_problems`) is refused in `up` and only warned about in a preview, which then shows
     this stack's diff: a pull request that changes the image shows every stack's.
     """
@@ -145,6 +146,12 @@ def shared_layer_from_outputs(
             f"{config_key('sharedStack')} {stack} has no output {', '.join(missing)}: that stack "
             "has not completed a `pulumi up` of this program (or of a version before these "
             f"outputs). Deploy it first (`pulumi up --stack {stack}`), then update this stack."
+        )
+    if outputs.get("graphName"):  # two stacks would own one graph (decision 0011)
+        raise SharedLayerError(
+            f"{config_key('sharedStack')} {stack} deploys a graph of its own "
+            f"({outputs['graphName']}), so it is no layer stack: name one that deploys none "
+            f"({config_key('deployGraph')} false, as `shared`)"
         )
     if is_system_namespace(str(outputs["namespace"])):
         raise SharedLayerError(

@@ -17,10 +17,10 @@ from pydantic.alias_generators import to_camel
 from components.config_rules import (
     Affinity,
     AffinityTtl,
+    ClaimName,
     Command,
     ContextName,
     Count,
-    DnsLabel,
     ExtraEnv,
     FrontendImage,
     GpuCount,
@@ -85,7 +85,7 @@ class StackSettings(BaseModel):
     registry_server: RegistryServer
     registry_username: RegistryUsername
 
-    model_cache_claim: DnsLabel
+    model_cache_claim: ClaimName
     model_cache_mode: Literal["create", "existing"]
     model_cache_storage_class: OptionalSubdomain
     model_cache_size: Quantity

@@ -245,7 +245,7 @@ KEYS: dict[str, st.SearchStrategy[Drawn]] = {
         st.sampled_from(sorted(k8s.SYSTEM_NAMESPACES) + ["kube-mine"]),
         HOSTILE_TEXT,
     ),
-    "modelCacheClaim": tagged(LABEL, HOSTILE_TEXT),
+    "modelCacheClaim": tagged(SUBDOMAIN, st.just("c" * 254), HOSTILE_TEXT),
     "modelCacheStorageClass": tagged(SUBDOMAIN, st.just(""), st.just("b" * 254), HOSTILE_TEXT),
     "modelCacheMode": tagged(st.sampled_from(["create", "existing"]), st.just("adopt")),
     "modelCacheSize": tagged(

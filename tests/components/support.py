@@ -55,6 +55,7 @@ LEGAL_EDGES = [
     {"namespace": "a" * 63},
     {"namespace": "0-9"},
     {"modelCacheClaim": "c" * 63},
+    {"modelCacheClaim": "cosmos3.cache-" + "c" * 239},  # a claim name is a DNS subdomain
     {"modelCacheStorageClass": "a"},
     {"modelCacheStorageClass": ".".join(["b" * 63] * 3) + "." + "c" * 61},
     {"modelCacheStorageClass": "rwx.nfs-1"},

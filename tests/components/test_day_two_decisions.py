@@ -127,6 +127,17 @@ def test_what_the_order_of_updates_settles_is_a_warning_in_preview_and_a_refusal
         shared_layer_from_outputs(outputs(**replaced), settings, "org/p/shared", preview=False)
 
 
+def test_a_stack_that_deploys_a_graph_is_refused_as_a_layer_stack() -> None:
+    """`sharedStack: dev` on round-robin: both stacks would own dev's graph (decision 0011)."""
+    settings = parse("round-robin", secrets={})
+    graph = "cosmos3-nano-reasoner-agg-h200-round-robin"
+    for preview in (True, False):
+        with pytest.raises(
+            SharedLayerError, match=f"org/p/dev deploys a graph of its own \\({graph}"
+        ):
+            shared_layer_from_outputs(outputs(graphName=graph), settings, "org/p/dev", preview)
+
+
 def test_a_layer_without_a_download_or_from_before_the_keys_is_not_compared() -> None:
     settings = parse("round-robin", secrets={})
     earlier = outputs(workerMemory=None, nimModelProfile=None, nimSelectionEnv=None)

@@ -178,7 +178,13 @@ def test_all_problems_are_reported_at_once() -> None:
 MORE_BAD_VALUES = [
     ({"namespace": "ns\n"}, "namespace", "RFC 1123 label"),
     ({"namespace": "a" * 64}, "namespace", "no more than 63"),
-    ({"modelCacheClaim": "Shared_Cache"}, "modelCacheClaim", "RFC 1123 label"),
+    ({"modelCacheClaim": "Shared_Cache"}, "modelCacheClaim", "RFC 1123 subdomain"),
+    ({"modelCacheClaim": "c" * 254}, "modelCacheClaim", "no more than 253 characters"),
+    (
+        {"modelDownloadCommand": ["/bin/bash", "-lc", "x", 8]},
+        "modelDownloadCommand[3]",
+        "--type string",
+    ),
     ({"modelCacheStorageClass": "a" * 254}, "modelCacheStorageClass", "no more than 253"),
     ({"modelCacheStorageClass": "rwx-nfs\n"}, "modelCacheStorageClass", "RFC 1123 subdomain"),
     ({"modelCacheSize": "-1Gi"}, "modelCacheSize", "greater than zero"),
@@ -203,7 +209,7 @@ MORE_BAD_VALUES = [
     ({"workerNodeSelector": ["=x"]}, "workerNodeSelector[0]", "name part must be non-empty"),
     ({"workerNodeSelector": "not json"}, "workerNodeSelector", "list of strings"),
     ({"workerNodeSelector": '{"gpu": "x"}'}, "workerNodeSelector", "valid list"),
-    ({"workerNodeSelector": "[1]"}, "workerNodeSelector[0]", "valid string"),
+    ({"workerNodeSelector": "[1]"}, "workerNodeSelector[0]", "--type string"),
     ({"workerTolerations": ["k:Sometimes"]}, "workerTolerations[0]", "NoSchedule"),
     ({"workerTolerations": ["k"]}, "workerTolerations[0]", "exactly one ':'"),
     ({"workerTolerations": ["k=:NoSchedule\n"]}, "workerTolerations[0]", "NoSchedule"),
@@ -360,3 +366,14 @@ def test_hostile_text_is_refused_as_config_never_a_crash(value: str) -> None:
 
 def test_quiet_keys_are_declared_keys() -> None:
     assert QUIET_KEYS <= declared_keys()
+
+
+def test_a_value_marked_secret_never_appears_in_its_refusal() -> None:
+    """A key the user set with `--secret` (here an odd registryServer) is refused without its
+    value, as the project's own secret keys are."""
+    value = "mirror.corp-internal.example:99999"
+    secrets = {"ngcApiKey": "nvapi-x", "registryServer": value}
+
+    message = refused(re.escape(f"{P}:registryServer: "), secrets=secrets, registryUsername="robot")
+
+    assert value not in message and "99999" not in message
