@@ -75,6 +75,19 @@ class LabInstall:
         return self
 
 
+LOOPBACK_ONLY = {
+    name: LOOPBACK
+    for name in (
+        "DYN_TCP_RPC_HOST",
+        "DYN_TCP_RESPONSE_STREAM_HOST",
+        "DYN_EVENT_PLANE_HOST",
+        "DYN_SYSTEM_HOST",
+    )
+}
+"""Where a graph process listens besides its HTTP port: set over any environment, a deployed
+graph's object's too (the lab never listens beyond loopback)."""
+
+
 def dynamo_environment(run_dir: Path, base: Mapping[str, str]) -> dict[str, str]:
     """Environment shared by the frontend and the workers: loopback only, state in `run_dir`."""
     env = {k: v for k, v in base.items() if k not in _INHERITED_PYTHON_VARIABLES}
@@ -83,10 +96,7 @@ def dynamo_environment(run_dir: Path, base: Mapping[str, str]) -> dict[str, str]
         DYN_FILE_KV=str(run_dir / "discovery"),
         DYN_REQUEST_PLANE="tcp",
         DYN_EVENT_PLANE="zmq",
-        DYN_TCP_RPC_HOST=LOOPBACK,
-        DYN_TCP_RESPONSE_STREAM_HOST=LOOPBACK,
-        DYN_EVENT_PLANE_HOST=LOOPBACK,
-        DYN_SYSTEM_HOST=LOOPBACK,
+        **LOOPBACK_ONLY,
         DYN_SELF_HOST_METADATA="0",
         HF_HUB_OFFLINE="1",
         HOME=str(run_dir / "home"),

@@ -44,7 +44,7 @@ from common.input_files import MAX_STATE_BYTES, read_text
 from common.ports import LOOPBACK, free_port
 from components.contract import StackOutputs
 from components.routing import Routing, frontend_args
-from lab.environment import MODEL_NAME, LabInstall, dynamo_environment
+from lab.environment import LOOPBACK_ONLY, MODEL_NAME, LabInstall, dynamo_environment
 from stages.errors import StageFailed
 from stages.incluster.exit_causes import exit_cause
 from stages.incluster.processes import (
@@ -266,7 +266,7 @@ class LabGraph:
         own_env = dict(self.spec.frontend.env) if self.spec.frontend else {}
         venv_bin = str(self.spec.install.dynamo_python.parent)
         path = f"{venv_bin}{os.pathsep}{env.get('PATH', os.defpath)}"
-        listen = {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(port)}
+        listen = LOOPBACK_ONLY | {"DYN_HTTP_HOST": LOOPBACK, "DYN_HTTP_PORT": str(port)}
         name = "frontend" if index == 0 else f"frontend-{index}"
         self._spawn(name, argv, env | own_env | {"PATH": path} | listen)
 

@@ -4,6 +4,7 @@ objects the program renders (manifests/, the offline render's goldens), and wher
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,8 @@ from common import REPO_ROOT
 from components.names import SERVED_MODEL
 from components.routing import RoutingProfile, routing_for
 from lab.deployed_graph import UnrunnableGraph, WorkerMapping, read_graph
-from lab.graph import FrontendCommand, GraphSpec, listen_on
+from lab.environment import LOOPBACK_ONLY, dynamo_environment
+from lab.graph import FrontendCommand, GraphSpec, LabGraph, listen_on
 
 MANIFESTS = REPO_ROOT / "manifests"
 
@@ -153,3 +155,20 @@ def test_a_restart_id_is_read_and_a_new_one_restarts_the_graph() -> None:
     assert read_graph(asked).restart_id == "one"
     assert _restart_needed(read_graph(asked), read_graph(again))
     assert not _restart_needed(read_graph(asked), read_graph(copy.deepcopy(asked)))
+
+
+def test_an_objects_environment_never_moves_a_listener_off_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The object's env is set over the lab's, but for where the frontend listens."""
+    wildcard = {name: "0.0.0.0" for name in [*LOOPBACK_ONLY, "DYN_HTTP_HOST"]}
+    env = (*wildcard.items(), ("DYN_REQUEST_PLANE", "tcp"))
+    frontend = FrontendCommand(argv=("python3", "-m", "dynamo.frontend"), env=env)
+    graph = LabGraph(GraphSpec(frontend=frontend), tmp_path)
+    spawned: dict[str, str] = {}
+    monkeypatch.setattr(LabGraph, "_spawn", lambda self, name, argv, env: spawned.update(env))
+
+    graph._start_frontend(0, dynamo_environment(tmp_path, {}))
+
+    assert {name: spawned[name] for name in wildcard} == dict.fromkeys(wildcard, "127.0.0.1")
+    assert spawned["DYN_REQUEST_PLANE"] == "tcp"  # the rest of the object's env is the object's
