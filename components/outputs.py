@@ -135,8 +135,8 @@ def shared_layer_from_outputs(
     """The layer a profile stack runs on, from the layer stack's outputs as the engine stores them,
     and what a preview warns about.
 
-    Refuses, saying what to do, a layer stack that never completed an update (no outputs), that
-    deploys a graph itself, or that puts the layer in a namespace the cluster owns. What only the order of updates settles
+    Refuses, saying what to do, a layer stack with no outputs (never updated), one that deploys a
+    graph, or one whose namespace the cluster owns. What only the order of updates settles
     (`ordering_problems`) is refused in `up` and only warned about in a preview, which then shows
     this stack's diff: a pull request that changes the image shows every stack's.
     """

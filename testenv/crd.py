@@ -84,19 +84,19 @@ def load_crd(path: Path, version: str = GRAPH_VERSION) -> dict[str, Any]:
     (what `kubectl get crd -o yaml` adds beside them, such as status and resourceVersion, goes).
     Accepts a `kind: List` holding it too, or several documents, among other CRDs."""
     crds = [doc for doc in _documents(path) if doc.get("kind") == "CustomResourceDefinition"]
-    for document in [crd for crd in crds if _defines_the_graph(crd)] or crds[:1]:
-        version_schema(path, document, version)  # the DGD's, serving `version`
-        name = _mapping(document.get("metadata")).get("name", CRD_NAME)
-        return {
-            "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
-            "kind": "CustomResourceDefinition",
-            "metadata": {"name": name},
-            "spec": dict(document["spec"]),
-        }
-    raise CrdError(
-        f"{path}: no whole CustomResourceDefinition {CRD_NAME} in it (the API server installs "
-        f"the whole CRD): {HOW_TO_GET}"
-    )
+    if not crds:
+        raise CrdError(
+            f"{path}: no whole CustomResourceDefinition {CRD_NAME} in it (the API server installs "
+            f"the whole CRD): {HOW_TO_GET}"
+        )
+    document = next((crd for crd in crds if _defines_the_graph(crd)), crds[0])  # else refused
+    version_schema(path, document, version)  # the DGD's, serving `version`
+    return {
+        "apiVersion": document.get("apiVersion", "apiextensions.k8s.io/v1"),
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": _mapping(document.get("metadata")).get("name", CRD_NAME)},
+        "spec": dict(document["spec"]),
+    }
 
 
 def schema_note(crd: Mapping[str, Any], path: Path, version: str = GRAPH_VERSION) -> str | None:
